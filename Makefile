@@ -1,0 +1,95 @@
+# libidr - GNU make build.  See README.md.
+#   make                 libidr.so (with soname) and libidr.a in $(O)/
+#   make check           build and run every test; ends with "N passed, N failed"
+#   make demo            build and run examples/demo
+#   make bench           build and run the benchmark (bench/README.md)
+#   make fuzz            libFuzzer harness for FUZZ_SECONDS (clang)
+#   make install         PREFIX=/usr/local DESTDIR=
+#   make clean
+# Variants: make check O=build/asan SANITIZE=address,undefined
+#           make check VALGRIND=1      (each test under valgrind)
+#           make check CC=clang
+
+CC       ?= cc
+O        ?= build
+PREFIX   ?= /usr/local
+LIBDIR   ?= $(PREFIX)/lib
+INCDIR   ?= $(PREFIX)/include
+MANDIR   ?= $(PREFIX)/share/man
+PKGDIR   ?= $(LIBDIR)/pkgconfig
+DESTDIR  ?=
+
+VERSION  := 0.1.0
+SOMAJOR  := 0
+SONAME   := libidr.so.$(SOMAJOR)
+
+URCU_CFLAGS := $(shell pkg-config --cflags liburcu-bp 2>/dev/null)
+URCU_LIBS   := $(shell pkg-config --libs liburcu-bp 2>/dev/null || echo -lurcu-bp -lurcu-common)
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+OPT      ?= -O2 -g
+CFLAGS   ?=
+SANITIZE ?=
+SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all)
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -Iinclude $(URCU_CFLAGS) $(SANFLAGS) $(CFLAGS)
+LDLIBS   := $(URCU_LIBS) -lpthread
+
+SRCS := src/tree.c src/idr.c src/preload.c src/rcu.c src/ida.c src/compat.c
+OBJS := $(SRCS:src/%.c=$(O)/obj/%.o)
+
+# Tests link the static library so sanitizer and valgrind runs see one image.
+TEST_UTIL := tests/testutil.c
+TESTS := $(patsubst tests/%.c,%,$(filter-out $(TEST_UTIL),$(wildcard tests/*.c)))
+TEST_BINS := $(TESTS:%=$(O)/tests/%)
+
+.PHONY: all check demo bench fuzz install uninstall clean
+
+all: $(O)/libidr.so $(O)/libidr.a $(O)/idr.pc
+
+$(O)/obj/%.o: src/%.c src/internal.h include/idr.h | $(O)/obj
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(O)/obj $(O)/tests $(O)/examples $(O)/bench:
+	mkdir -p $@
+
+$(O)/libidr.so: $(OBJS)
+	$(CC) $(SANFLAGS) -shared -Wl,-soname,$(SONAME) -o $@.$(VERSION) $^ $(LDLIBS)
+	ln -sf libidr.so.$(VERSION) $(O)/$(SONAME)
+	ln -sf libidr.so.$(VERSION) $@
+
+$(O)/libidr.a: $(OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(O)/idr.pc: idr.pc.in Makefile | $(O)/obj
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+$(O)/tests/%: tests/%.c $(TEST_UTIL) tests/testutil.h $(O)/libidr.a | $(O)/tests
+	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -Itests -o $@ $< $(TEST_UTIL) $(O)/libidr.a $(LDLIBS)
+
+check: $(TEST_BINS)
+	@O=$(O) VALGRIND=$(VALGRIND) sh tests/run-all.sh $(TESTS)
+
+$(O)/examples/%: examples/%.c $(O)/libidr.a | $(O)/examples
+	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $< $(O)/libidr.a $(LDLIBS)
+
+demo: $(O)/examples/demo
+	$(O)/examples/demo
+
+install: all
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PKGDIR) $(DESTDIR)$(MANDIR)/man3
+	install -m 644 include/idr.h $(DESTDIR)$(INCDIR)/idr.h
+	install -m 755 $(O)/libidr.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libidr.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf libidr.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libidr.so
+	install -m 644 $(O)/libidr.a $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(O)/idr.pc $(DESTDIR)$(PKGDIR)/idr.pc
+	for m in man/*.3; do [ -e "$$m" ] && install -m 644 $$m $(DESTDIR)$(MANDIR)/man3/ || true; done
+
+uninstall:
+	rm -f $(DESTDIR)$(INCDIR)/idr.h $(DESTDIR)$(LIBDIR)/libidr.* $(DESTDIR)$(PKGDIR)/idr.pc
+	for m in man/*.3; do rm -f $(DESTDIR)$(MANDIR)/man3/$$(basename $$m); done
+
+clean:
+	rm -rf build $(O)

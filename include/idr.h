@@ -1,0 +1,460 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libidr - small integer IDs mapped to pointers, with the Linux kernel's
+ * 2013 "simplified IDR API" (idr_preload / idr_alloc / idr_preload_end).
+ *
+ * Everything public lives in this header.  Errors are negative errno values.
+ *
+ * Synchronization table
+ * ---------------------
+ *   call                          | may run concurrently with writers?  | allocates?
+ *   ------------------------------+-------------------------------------+-----------
+ *   idr_alloc*, idr_remove,       | no: writer lock held (idr_lock() or | alloc: yes
+ *   idr_replace, idr_destroy,     |     the caller's own, one per idr)  | others: no
+ *   idr_set_cursor, compat calls  |                                     |
+ *   idr_find, idr_get_next,       | yes, inside idr_rcu_read_lock() /   | no
+ *   idr_for_each(_entry)          | idr_rcu_read_unlock(); or with the  |
+ *                                 | writer lock held                    |
+ *   idr_is_empty, idr_get_cursor, | yes (a snapshot that may be stale)  | no
+ *   idr_memory_usage              |                                     |
+ *   idr_preload, idr_preload_end  | touch only this thread's stash      | preload: yes
+ *   ida_*                         | yes: the ida takes its own lock     | alloc: yes
+ *
+ * Any number of readers may run concurrently with each other and with one
+ * writer.  Two writers on one idr must never overlap.  Nodes unlinked from an
+ * idr that allows RCU readers (the default) are freed only after an RCU grace
+ * period (liburcu, "bulletproof" flavor urcu-bp: reader threads need no
+ * registration).
+ *
+ * Define IDR_NO_DEPRECATED before including this header to hide the old
+ * idr_pre_get()/idr_get_new() API.
+ */
+#ifndef IDR_H
+#define IDR_H
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define IDR_VERSION_MAJOR 0
+#define IDR_VERSION_MINOR 1
+
+/* ---------------------------------------------------------------------- */
+/* Allocation flags: userspace stand-ins for the kernel's gfp_t.           */
+
+typedef unsigned int idr_gfp_t;
+
+/* May call the allocator (which may block). */
+#define IDR_GFP_KERNEL 0x1u
+/* Take nodes from this thread's preload stash first; call the allocator only
+ * when the stash is empty (it may then fail with -ENOMEM). */
+#define IDR_GFP_NOWAIT 0x2u
+/* Same semantics as IDR_GFP_NOWAIT. */
+#define IDR_GFP_ATOMIC 0x4u
+
+/* ---------------------------------------------------------------------- */
+/* The idr.  Caller-allocated; the fields are private.                     */
+
+/* idr_init_flags() flags. */
+/* No lockless (RCU) readers will ever look at this idr: unlinked nodes are
+ * freed at once instead of after a grace period. */
+#define IDR_F_NO_RCU 0x1u
+
+struct idr {
+	void *idr_root;           /* private: node pointer | tree height */
+	unsigned int idr_base;    /* private: lowest ID */
+	unsigned int idr_next;    /* private: cursor for idr_alloc_cyclic() */
+	unsigned int idr_flags;   /* private */
+	unsigned int idr_reserve_count; /* private: idr_pre_get() reserve */
+	size_t idr_nodes;         /* private: nodes in the tree */
+	void *idr_reserve;        /* private: idr_pre_get() reserve list */
+	int idr_reserve_lock;     /* private: guards the reserve */
+	pthread_mutex_t idr_mutex; /* private: see idr_lock() */
+};
+
+#define IDR_INIT_FLAGS(name, base, flags)                                   \
+	{ NULL, (base), 0, (flags), 0, 0, NULL, 0, PTHREAD_MUTEX_INITIALIZER }
+#define IDR_INIT_BASE(name, base) IDR_INIT_FLAGS(name, base, 0)
+#define IDR_INIT(name) IDR_INIT_BASE(name, 0)
+/* A statically initialized, empty idr handing out IDs from 0. */
+#define DEFINE_IDR(name) struct idr name = IDR_INIT(name)
+
+/**
+ * idr_init - initialize an empty idr whose lowest ID is 0.
+ * Context: any; the idr must not be in use.  Does not allocate.
+ */
+void idr_init(struct idr *idr);
+
+/**
+ * idr_init_base - initialize an empty idr whose lowest ID is @base.
+ * @base: lowest ID handed out (e.g. 1 so that 0 can mean "none"); >= 0.
+ *        A negative base is treated as 0.
+ * IDs below @base cost no memory.
+ * Context: any; the idr must not be in use.  Does not allocate.
+ */
+void idr_init_base(struct idr *idr, int base);
+
+/**
+ * idr_init_flags - idr_init_base() plus IDR_F_* flags.
+ * Unknown flag bits are ignored.
+ * Context: any; the idr must not be in use.  Does not allocate.
+ */
+void idr_init_flags(struct idr *idr, int base, unsigned int flags);
+
+/**
+ * idr_destroy - free every node of @idr (never the stored pointers).
+ * Afterwards the idr is empty (cursor reset to 0) and may be used again.
+ * Context: writer lock held or no other users.  Does not allocate.  In an
+ *          RCU idr the nodes are freed after a grace period, so concurrent
+ *          readers stay safe.
+ */
+void idr_destroy(struct idr *idr);
+
+/* ---------------------------------------------------------------------- */
+/* Preloading: the simplified 2013 API.                                    */
+
+/**
+ * idr_preload - fill this thread's node stash for the idr_alloc*() that follow.
+ * @gfp: IDR_GFP_*; the allocator is called either way.
+ *
+ * After it, one idr_alloc*() (or ida_alloc*() node) on any idr cannot fail for
+ * lack of memory: the stash holds enough nodes for the worst-case insertion.
+ * Call it without locks held, then take the lock and allocate with
+ * IDR_GFP_NOWAIT.  Sections may nest; each must be closed by
+ * idr_preload_end().  Leftover nodes stay with the thread for its next
+ * preload and are freed when the thread exits.
+ *
+ * Context: any thread, no lock needed; may call the allocator (may block).
+ * Return: nothing.  It never fails: if the allocator fails the stash stays
+ *         partly filled and a later allocation may return -ENOMEM.
+ */
+void idr_preload(idr_gfp_t gfp);
+
+/**
+ * idr_preload_end - close the section opened by idr_preload().
+ * An unmatched call is reported through the diagnostic hook (and aborts in
+ * builds with IDR_DEBUG defined).
+ * Context: the thread that called idr_preload().  Does not allocate.
+ */
+void idr_preload_end(void);
+
+/**
+ * idr_preload_drain - free this thread's stash now instead of at thread exit.
+ * Context: outside a preload section.  Does not allocate.
+ */
+void idr_preload_drain(void);
+
+/* Nodes the stash is filled to: the worst-case insertion needs this many. */
+#define IDR_PRELOAD_NODES 10
+
+/* ---------------------------------------------------------------------- */
+/* Allocation.                                                             */
+
+/**
+ * idr_alloc - store @ptr under the lowest free ID in [@start, @end).
+ * @ptr: stored pointer; NULL reserves the ID (see idr_replace()).
+ * @start: lowest acceptable ID (IDs below the idr's base are skipped).
+ * @end: one past the highest ID allowed; <= 0 means no limit (INT_MAX is the
+ *       highest ID then).
+ * @gfp: IDR_GFP_*; nodes come from this thread's stash first.
+ *
+ * Context: writer lock held.  May call the allocator only when the stash
+ *          runs out; inside a preload section it never does.
+ * Return: the new ID; -EINVAL if @start < 0; -ENOSPC if no ID in the range is
+ *         free, or if the range is empty (@end > 0 and @start >= @end, as in
+ *         Linux); -ENOMEM if a node was needed and none could be had.  On
+ *         error nothing changed.
+ */
+int idr_alloc(struct idr *idr, void *ptr, int start, int end, idr_gfp_t gfp);
+
+/**
+ * idr_alloc_cyclic - like idr_alloc(), but search from the cursor (one past
+ * the last ID it handed out) and wrap around to @start.
+ * Context: writer lock held; allocates as idr_alloc().
+ * Return: as idr_alloc().  On success the cursor becomes ID + 1.
+ */
+int idr_alloc_cyclic(struct idr *idr, void *ptr, int start, int end,
+		     idr_gfp_t gfp);
+
+/**
+ * idr_alloc_u32 - store @ptr under the lowest free ID in [*@nextid, @max].
+ * @nextid: in: lowest acceptable ID; out (on success only): the new ID.
+ * @max: highest acceptable ID, inclusive, up to UINT32_MAX.
+ *
+ * IDs above INT_MAX exist only through this call; idr_find(), idr_remove()
+ * and idr_replace() work on them; idr_for_each() and idr_get_next() stop
+ * before them.
+ * Context: writer lock held; allocates as idr_alloc().
+ * Return: 0; -ENOSPC if nothing is free in the range (or *@nextid > @max);
+ *         -ENOMEM as idr_alloc().  On error *@nextid and the idr are unchanged.
+ */
+int idr_alloc_u32(struct idr *idr, void *ptr, uint32_t *nextid, uint32_t max,
+		  idr_gfp_t gfp);
+
+/* ---------------------------------------------------------------------- */
+/* Lookup, removal, replacement.                                           */
+
+/**
+ * idr_find - the pointer stored under @id.
+ * Context: RCU read-side section or writer lock.  Does not allocate, never
+ *          blocks.
+ * Return: the pointer; NULL if @id is not allocated (any value of @id,
+ *         including ones above UINT32_MAX), or is reserved with NULL.
+ */
+void *idr_find(const struct idr *idr, unsigned long id);
+
+/**
+ * idr_remove - release @id.
+ * Context: writer lock held.  Does not allocate.  Nodes that empty are freed
+ *          (after a grace period in an RCU idr).
+ * Return: the pointer that was stored (NULL for a reservation); NULL if @id
+ *         was not allocated, in which case nothing changed.
+ */
+void *idr_remove(struct idr *idr, unsigned long id);
+
+/**
+ * idr_replace - store @ptr under the already allocated @id.
+ * Typical use: idr_alloc(idr, NULL, ...) reserves an ID; once the object is
+ * ready, idr_replace() publishes it to concurrent idr_find() callers.
+ * Context: writer lock held.  Does not allocate.
+ * Return: the old pointer (may be NULL); IDR_ERR_PTR(-ENOENT) if @id is not
+ *         allocated.  Test with idr_is_err().
+ */
+void *idr_replace(struct idr *idr, void *ptr, unsigned long id);
+
+/* Error pointers returned by idr_replace(). */
+#define IDR_MAX_ERRNO 4095
+#define IDR_ERR_PTR(err) ((void *)(intptr_t)(err))
+static inline bool idr_is_err(const void *p)
+{
+	return (uintptr_t)p >= (uintptr_t)-IDR_MAX_ERRNO;
+}
+static inline int idr_ptr_err(const void *p)
+{
+	return (int)(intptr_t)p;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Iteration: non-NULL entries with IDs <= INT_MAX, in ID order.           */
+
+/**
+ * idr_for_each - call @fn(id, ptr, @data) for each non-NULL entry.
+ * @fn must not modify the idr.
+ * Context: RCU read-side section or writer lock.  Does not allocate.
+ * Return: 0 after visiting every entry, or the first nonzero value @fn
+ *         returned (iteration stops there).
+ */
+int idr_for_each(const struct idr *idr, int (*fn)(int id, void *p, void *data),
+		 void *data);
+
+/**
+ * idr_get_next - the first non-NULL entry whose ID is >= *@nextid.
+ * Context: RCU read-side section or writer lock.  Does not allocate.
+ * Return: the entry, with *@nextid set to its ID; NULL (and *@nextid
+ *         unchanged) if there is none, or if *@nextid < 0.
+ */
+void *idr_get_next(const struct idr *idr, int *nextid);
+
+/* Loop over the non-NULL entries in ID order; @id (an int) is the ID. */
+#define idr_for_each_entry(idr, entry, id)                                  \
+	for ((id) = 0;                                                      \
+	     (id) >= 0 && ((entry) = idr_get_next((idr), &(id))) != NULL;   \
+	     (id) = (id) == INT_MAX ? -1 : (id) + 1)
+
+/**
+ * idr_is_empty - whether no ID is allocated (a NULL reservation counts).
+ * Context: any.  Return: true if empty.
+ */
+bool idr_is_empty(const struct idr *idr);
+
+/**
+ * idr_get_cursor / idr_set_cursor - read or move the position where the next
+ * idr_alloc_cyclic() starts searching.
+ * Context: get: any; set: writer lock held.
+ */
+unsigned int idr_get_cursor(const struct idr *idr);
+void idr_set_cursor(struct idr *idr, unsigned int val);
+
+/**
+ * idr_memory_usage - bytes of nodes currently in @idr's tree.
+ * Not counted: this thread's stash, nodes waiting for an RCU grace period.
+ * Context: any (a snapshot).  Return: bytes; 0 for an empty idr.
+ */
+size_t idr_memory_usage(const struct idr *idr);
+
+/* ---------------------------------------------------------------------- */
+/* Locking and RCU.                                                        */
+
+/**
+ * idr_lock / idr_unlock - the idr's own writer lock (a pthread mutex: writers
+ * never allocate under it when they preload first, so hold times are short
+ * and a sleeping lock costs nothing under contention that a spin lock would
+ * save).  Callers may instead serialize writers with a lock of their own.
+ * Context: any thread; idr_lock() may block.
+ */
+void idr_lock(struct idr *idr);
+void idr_unlock(struct idr *idr);
+
+/**
+ * idr_rcu_read_lock / idr_rcu_read_unlock - open and close an RCU read-side
+ * section (liburcu's urcu-bp flavor: rcu_read_lock() from <urcu-bp.h> is the
+ * same thing).  Sections nest.  Inside one, idr_find(), idr_get_next() and
+ * idr_for_each() may run concurrently with a writer; pointers they return
+ * stay valid (the idr's nodes, not your objects) until the section ends.
+ * Context: any thread; no registration needed.  Never blocks.
+ */
+void idr_rcu_read_lock(void);
+void idr_rcu_read_unlock(void);
+
+/**
+ * idr_rcu_barrier - wait until every node libidr queued for freeing after a
+ * grace period has been freed.  Useful before checking for leaks, before
+ * idr_set_allocator(), or before unloading.
+ * Context: not inside an RCU read-side section; blocks.
+ */
+void idr_rcu_barrier(void);
+
+/* ---------------------------------------------------------------------- */
+/* Allocator hook and diagnostics (process-wide).                          */
+
+struct idr_allocator {
+	/* NULL = out of memory.  Need not zero.  Must return memory aligned as
+	 * malloc() does.  Must be thread-safe: RCU frees run on liburcu's
+	 * worker thread. */
+	void *(*alloc)(size_t size, void *ctx);
+	void (*free)(void *ptr, size_t size, void *ctx);
+	void *ctx;
+};
+
+/**
+ * idr_set_allocator - use @a for every node of every idr and ida and for the
+ * preload stashes.  NULL restores malloc/free.
+ * Context: while no idr, ida or stash holds memory (see idr_preload_drain()
+ *          and idr_rcu_barrier()).
+ */
+void idr_set_allocator(const struct idr_allocator *a);
+
+/**
+ * idr_set_diagnostic - where misuse is reported: ida_free() of a free ID,
+ * idr_preload_end() without idr_preload(), a thread exiting inside a preload
+ * section.  @fn(func, message, ctx) gets the libidr function's name and a
+ * one-line message.  NULL restores the default: one line on stderr.
+ * Context: any; process-wide.
+ */
+void idr_set_diagnostic(void (*fn)(const char *func, const char *msg,
+				   void *ctx), void *ctx);
+
+/* ---------------------------------------------------------------------- */
+/* IDA: IDs without pointers, about one bit per allocated ID.              */
+
+struct ida {
+	struct idr ida_rt;        /* private: tree of 1024-bit bitmaps */
+	size_t ida_bitmaps;       /* private: bitmap leaves allocated */
+};
+
+#define IDA_INIT(name) { IDR_INIT_FLAGS((name).ida_rt, 0, IDR_F_NO_RCU), 0 }
+#define DEFINE_IDA(name) struct ida name = IDA_INIT(name)
+
+/**
+ * ida_init - initialize an empty ida.  Context: not in use.  No allocation.
+ */
+void ida_init(struct ida *ida);
+
+/**
+ * ida_destroy - free all memory of @ida; it is empty and usable afterwards.
+ * Context: no concurrent ida calls on @ida.
+ */
+void ida_destroy(struct ida *ida);
+
+/**
+ * ida_alloc_range - allocate the lowest free ID in [@min, @max].
+ * @max: inclusive; values above INT_MAX are treated as INT_MAX.
+ * @gfp: IDR_GFP_*; tree nodes come from this thread's stash first; bitmap
+ *       leaves come from the allocator.
+ * Context: any thread; takes the ida's own lock.  May call the allocator.
+ * Return: the ID; -ENOSPC if none is free in the range (or @min > @max, or
+ *         @min > INT_MAX); -ENOMEM if memory was needed and none could be had
+ *         (nothing changed).
+ */
+int ida_alloc_range(struct ida *ida, unsigned int min, unsigned int max,
+		    idr_gfp_t gfp);
+
+/* ida_alloc_range() over [0, INT_MAX], [min, INT_MAX] and [0, max]. */
+int ida_alloc(struct ida *ida, idr_gfp_t gfp);
+int ida_alloc_min(struct ida *ida, unsigned int min, idr_gfp_t gfp);
+int ida_alloc_max(struct ida *ida, unsigned int max, idr_gfp_t gfp);
+
+/**
+ * ida_free - release @id.  Freeing an ID that is not allocated changes
+ * nothing and is reported through the diagnostic hook.
+ * Context: any thread; takes the ida's own lock.  Does not allocate.
+ */
+void ida_free(struct ida *ida, unsigned int id);
+
+/**
+ * ida_exists - whether @id is allocated.  Context: any; takes the lock.
+ */
+bool ida_exists(struct ida *ida, unsigned int id);
+
+/**
+ * ida_is_empty - whether no ID is allocated.  Context: any (a snapshot).
+ */
+bool ida_is_empty(const struct ida *ida);
+
+/**
+ * ida_memory_usage - bytes of heap held by @ida (nodes and bitmaps).
+ * Context: any (a snapshot).
+ */
+size_t ida_memory_usage(const struct ida *ida);
+
+/* ---------------------------------------------------------------------- */
+/* The deprecated pre-2013 API, as shims over the new one.  See
+ * docs/migration.md.  Hidden with -DIDR_NO_DEPRECATED.                     */
+
+#ifndef IDR_NO_DEPRECATED
+#if defined(__GNUC__) || defined(__clang__)
+#define IDR_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define IDR_DEPRECATED(msg)
+#endif
+
+/**
+ * idr_pre_get - fill @idr's own reserve of nodes for one idr_get_new*().
+ * The reserve belongs to the idr, so another thread may take it first.
+ * Context: no lock needed against other idr_pre_get() callers, but it takes
+ *          the idr's lock briefly; may call the allocator.
+ * Return: 1 if the reserve is full, 0 if the allocator failed.
+ */
+IDR_DEPRECATED("use idr_preload() and idr_alloc()")
+int idr_pre_get(struct idr *idr, idr_gfp_t gfp);
+
+/**
+ * idr_get_new - store @ptr under the lowest free ID >= the base, in *@id.
+ * Uses only nodes from the idr's reserve (never the allocator).
+ * Context: writer lock held.
+ * Return: 0; -EAGAIN if the reserve ran out (call idr_pre_get() and retry);
+ *         -ENOSPC if every ID up to INT_MAX is taken.
+ */
+IDR_DEPRECATED("use idr_alloc(idr, ptr, 0, 0, gfp)")
+int idr_get_new(struct idr *idr, void *ptr, int *id);
+
+/**
+ * idr_get_new_above - as idr_get_new(), lowest free ID >= @starting_id.
+ * Return: as idr_get_new(); -EINVAL if @starting_id < 0.
+ */
+IDR_DEPRECATED("use idr_alloc(idr, ptr, starting_id, 0, gfp)")
+int idr_get_new_above(struct idr *idr, void *ptr, int starting_id, int *id);
+#endif /* IDR_NO_DEPRECATED */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* IDR_H */

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ida: the same radix tree, one level shorter in effect, whose leaf
+ * slots point at 1024-bit bitmaps.  A leaf slot's free bit means "this
+ * bitmap is absent or not full", so the tree search finds the first chunk
+ * with room and the bitmap search finishes the job.  Dense cost: 128 bytes
+ * per 1024 IDs plus one 536-byte node per 65536 IDs.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+#define CHUNK_BITS 10
+#define CHUNK_IDS (1u << CHUNK_BITS)
+#define CHUNK_WORDS (CHUNK_IDS / 64)
+#define CHUNK_BYTES (CHUNK_WORDS * sizeof(uint64_t))
+
+void ida_init(struct ida *ida)
+{
+	idr_init_flags(&ida->ida_rt, 0, IDR_F_NO_RCU);
+	ida->ida_bitmaps = 0;
+}
+
+static void free_bitmap(void *bitmap)
+{
+	mem_free(bitmap, CHUNK_BYTES);
+}
+
+void ida_destroy(struct ida *ida)
+{
+	idr_lock(&ida->ida_rt);
+	tree_destroy(&ida->ida_rt, free_bitmap);
+	__atomic_store_n(&ida->ida_bitmaps, 0, __ATOMIC_RELAXED);
+	idr_unlock(&ida->ida_rt);
+}
+
+static uint64_t *chunk_bitmap(const struct ida *ida, uint64_t chunk)
+{
+	struct idr_node *leaf;
+	void **slot = tree_lookup_slot(&ida->ida_rt, chunk, &leaf);
+
+	return slot ? *slot : NULL;
+}
+
+/* The first clear bit at or after @from, or CHUNK_IDS. */
+static unsigned first_zero(const uint64_t *bitmap, unsigned from)
+{
+	for (unsigned w = from / 64; w < CHUNK_WORDS; w++) {
+		uint64_t free = ~bitmap[w];
+		if (w == from / 64)
+			free &= ~(uint64_t)0 << (from % 64);
+		if (free)
+			return w * 64 + (unsigned)__builtin_ctzll(free);
+	}
+	return CHUNK_IDS;
+}
+
+static bool bitmap_full(const uint64_t *bitmap)
+{
+	for (unsigned w = 0; w < CHUNK_WORDS; w++)
+		if (~bitmap[w])
+			return false;
+	return true;
+}
+
+static bool bitmap_empty(const uint64_t *bitmap)
+{
+	for (unsigned w = 0; w < CHUNK_WORDS; w++)
+		if (bitmap[w])
+			return false;
+	return true;
+}
+
+static void set_bit_in(uint64_t *bitmap, unsigned b)
+{
+	bitmap[b / 64] |= (uint64_t)1 << (b % 64);
+}
+
+/* A new chunk holding only bit @b: bitmap and tree nodes are obtained before
+ * anything changes. */
+static int add_chunk(struct ida *ida, uint64_t chunk, unsigned b)
+{
+	struct node_pool pool = { .count = 0 };
+	unsigned need = tree_nodes_needed(&ida->ida_rt, chunk);
+	uint64_t *bitmap = mem_alloc(CHUNK_BYTES);
+
+	if (!bitmap)
+		return -ENOMEM;
+	if (need && pool_fill(&pool, need)) {
+		mem_free(bitmap, CHUNK_BYTES);
+		return -ENOMEM;
+	}
+	memset(bitmap, 0, CHUNK_BYTES);
+	set_bit_in(bitmap, b);
+	*tree_insert(&ida->ida_rt, chunk, &pool, false) = bitmap;
+	count_add(&ida->ida_bitmaps, 1);
+	return 0;
+}
+
+static int alloc_locked(struct ida *ida, uint64_t min, uint64_t max)
+{
+	for (;;) {
+		uint64_t chunk = tree_find_free(&ida->ida_rt, min >> CHUNK_BITS);
+		unsigned from = chunk == min >> CHUNK_BITS ? min % CHUNK_IDS : 0;
+		uint64_t *bitmap = chunk_bitmap(ida, chunk);
+		unsigned b = bitmap ? first_zero(bitmap, from) : from;
+
+		if (b == CHUNK_IDS) {
+			/* Room only below @min in this chunk: any later chunk
+			 * the search finds has room from its start. */
+			min = (chunk + 1) << CHUNK_BITS;
+			continue;
+		}
+		uint64_t id = (chunk << CHUNK_BITS) + b;
+		if (id > max)
+			return -ENOSPC;
+		if (!bitmap) {
+			int err = add_chunk(ida, chunk, b);
+			return err ? err : (int)id;
+		}
+		set_bit_in(bitmap, b);
+		if (bitmap_full(bitmap))
+			tree_mark_full(&ida->ida_rt, chunk);
+		return (int)id;
+	}
+}
+
+int ida_alloc_range(struct ida *ida, unsigned int min, unsigned int max,
+		    idr_gfp_t gfp)
+{
+	(void)gfp;
+	if (max > INT_MAX)
+		max = INT_MAX;
+	if (min > max)
+		return -ENOSPC;
+	idr_lock(&ida->ida_rt);
+	int ret = alloc_locked(ida, min, max);
+	idr_unlock(&ida->ida_rt);
+	return ret;
+}
+
+int ida_alloc(struct ida *ida, idr_gfp_t gfp)
+{
+	return ida_alloc_range(ida, 0, INT_MAX, gfp);
+}
+
+int ida_alloc_min(struct ida *ida, unsigned int min, idr_gfp_t gfp)
+{
+	return ida_alloc_range(ida, min, INT_MAX, gfp);
+}
+
+int ida_alloc_max(struct ida *ida, unsigned int max, idr_gfp_t gfp)
+{
+	return ida_alloc_range(ida, 0, max, gfp);
+}
+
+static bool test_bit_in(const uint64_t *bitmap, unsigned b)
+{
+	return bitmap && (bitmap[b / 64] >> (b % 64)) & 1;
+}
+
+void ida_free(struct ida *ida, unsigned int id)
+{
+	uint64_t chunk = id >> CHUNK_BITS;
+	unsigned b = id % CHUNK_IDS;
+
+	idr_lock(&ida->ida_rt);
+	uint64_t *bitmap = chunk_bitmap(ida, chunk);
+	if (!test_bit_in(bitmap, b)) {
+		idr_unlock(&ida->ida_rt);
+		report("ida_free", "ID %u is not allocated", id);
+		return;
+	}
+	bool was_full = bitmap_full(bitmap);
+	bitmap[b / 64] &= ~((uint64_t)1 << (b % 64));
+	if (bitmap_empty(bitmap)) {
+		tree_release(&ida->ida_rt, chunk);
+		mem_free(bitmap, CHUNK_BYTES);
+		count_add(&ida->ida_bitmaps, -1);
+	} else if (was_full) {
+		tree_mark_free(&ida->ida_rt, chunk);
+	}
+	idr_unlock(&ida->ida_rt);
+}
+
+bool ida_exists(struct ida *ida, unsigned int id)
+{
+	idr_lock(&ida->ida_rt);
+	bool ret = test_bit_in(chunk_bitmap(ida, id >> CHUNK_BITS),
+			       id % CHUNK_IDS);
+	idr_unlock(&ida->ida_rt);
+	return ret;
+}
+
+bool ida_is_empty(const struct ida *ida)
+{
+	return idr_is_empty(&ida->ida_rt);
+}
+
+size_t ida_memory_usage(const struct ida *ida)
+{
+	return idr_memory_usage(&ida->ida_rt) +
+	       __atomic_load_n(&ida->ida_bitmaps, __ATOMIC_RELAXED) * CHUNK_BYTES;
+}

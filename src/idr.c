@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/* The idr API over the tree: IDs are indices plus the idr's base. */
+#include <string.h>
+
+#include "internal.h"
+
+void idr_init_flags(struct idr *idr, int base, unsigned int flags)
+{
+	static const struct idr empty = IDR_INIT(empty);
+
+	*idr = empty;
+	idr->idr_base = base > 0 ? (unsigned)base : 0;
+	idr->idr_flags = flags & IDR_F_NO_RCU;
+	pthread_mutex_init(&idr->idr_mutex, NULL);
+}
+
+void idr_init_base(struct idr *idr, int base)
+{
+	idr_init_flags(idr, base, 0);
+}
+
+void idr_init(struct idr *idr)
+{
+	idr_init_flags(idr, 0, 0);
+}
+
+void idr_destroy(struct idr *idr)
+{
+	tree_destroy(idr, NULL);
+	compat_drain(idr);
+	idr_set_cursor(idr, 0);
+}
+
+/*
+ * The one allocation path: the lowest free ID in [@min, @max] (IDs, both
+ * inclusive).  Everything that can fail is checked or obtained before the
+ * tree is touched.  Nodes come from @fixed when given (the deprecated API's
+ * per-idr reserve: -EAGAIN when it is too small), else from the stash and
+ * then the allocator.
+ */
+int alloc_id(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
+	     struct node_pool *fixed, uint64_t *id)
+{
+	struct node_pool own = { .count = 0 }, *pool = fixed ? fixed : &own;
+	uint64_t base = idr->idr_base;
+
+	if (min < base)
+		min = base;
+	if (min > max)
+		return -ENOSPC;
+	uint64_t index = tree_find_free(idr, min - base);
+	if (index > max - base)
+		return -ENOSPC;
+	unsigned need = tree_nodes_needed(idr, index);
+	if (fixed && need > fixed->count)
+		return -EAGAIN;
+	if (!fixed && need && pool_fill(pool, need))
+		return -ENOMEM;
+	slot_store(tree_insert(idr, index, pool, true), ptr);
+	*id = index + base;
+	return 0;
+}
+
+static int alloc_range(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
+		       uint64_t *id)
+{
+	return alloc_id(idr, ptr, min, max, NULL, id);
+}
+
+static uint64_t max_id(int end)
+{
+	return end > 0 ? (uint64_t)end - 1 : INT_MAX;
+}
+
+int idr_alloc(struct idr *idr, void *ptr, int start, int end, idr_gfp_t gfp)
+{
+	uint64_t id;
+	(void)gfp;
+
+	if (start < 0)
+		return -EINVAL;
+	int err = alloc_range(idr, ptr, (uint64_t)start, max_id(end), &id);
+	return err ? err : (int)id;
+}
+
+int idr_alloc_u32(struct idr *idr, void *ptr, uint32_t *nextid, uint32_t max,
+		  idr_gfp_t gfp)
+{
+	uint64_t id;
+	(void)gfp;
+
+	int err = alloc_range(idr, ptr, *nextid, max, &id);
+	if (!err)
+		*nextid = (uint32_t)id;
+	return err;
+}
+
+int idr_alloc_cyclic(struct idr *idr, void *ptr, int start, int end,
+		     idr_gfp_t gfp)
+{
+	uint64_t id, max = max_id(end);
+	(void)gfp;
+
+	if (start < 0)
+		return -EINVAL;
+	unsigned cursor = idr_get_cursor(idr);
+	uint64_t from = cursor > (unsigned)start ? cursor : (unsigned)start;
+	int err = alloc_range(idr, ptr, from, max, &id);
+	if (err == -ENOSPC && from > (unsigned)start)
+		err = alloc_range(idr, ptr, (uint64_t)start, max, &id);
+	if (err)
+		return err;
+	idr_set_cursor(idr, (unsigned)id + 1);
+	return (int)id;
+}
+
+/* @id's index, or INDEX_NONE if no index can hold it. */
+static uint64_t index_of(const struct idr *idr, unsigned long id)
+{
+	if (id < idr->idr_base || id - idr->idr_base > UINT32_MAX)
+		return INDEX_NONE;
+	return id - idr->idr_base;
+}
+
+void *idr_find(const struct idr *idr, unsigned long id)
+{
+	uintptr_t root = root_load(idr);
+	unsigned h = root_height(root);
+	uint64_t index = (uint64_t)id - idr->idr_base;
+
+	if (id < idr->idr_base || !h || index >= span(h))
+		return NULL;
+	const struct idr_node *node = root_node(root);
+	for (unsigned shift = NODE_BITS * (h - 1); shift; shift -= NODE_BITS) {
+		node = slot_load(&node->slots[(index >> shift) & NODE_MASK]);
+		if (!node)
+			return NULL;
+	}
+	return slot_load(&node->slots[index & NODE_MASK]);
+}
+
+/* The slot of allocated @id, or NULL if @id is not allocated. */
+static void **allocated_slot(const struct idr *idr, unsigned long id)
+{
+	uint64_t index = index_of(idr, id);
+	struct idr_node *leaf;
+	void **slot;
+
+	if (index == INDEX_NONE || !(slot = tree_lookup_slot(idr, index, &leaf)))
+		return NULL;
+	if (leaf->free & ((uint64_t)1 << (index & NODE_MASK)))
+		return NULL;
+	return slot;
+}
+
+void *idr_remove(struct idr *idr, unsigned long id)
+{
+	void **slot = allocated_slot(idr, id);
+
+	if (!slot)
+		return NULL;
+	void *old = *slot;
+	tree_release(idr, index_of(idr, id));
+	return old;
+}
+
+void *idr_replace(struct idr *idr, void *ptr, unsigned long id)
+{
+	void **slot = allocated_slot(idr, id);
+
+	if (!slot)
+		return IDR_ERR_PTR(-ENOENT);
+	void *old = *slot;
+	slot_store(slot, ptr);
+	return old;
+}
+
+void *idr_get_next(const struct idr *idr, int *nextid)
+{
+	void *entry = NULL;
+	uint64_t base = idr->idr_base;
+
+	if (*nextid < 0)
+		return NULL;
+	uint64_t start = (uint64_t)*nextid < base ? 0 : (uint64_t)*nextid - base;
+	uint64_t index = tree_next_entry(idr, start, INT_MAX - base, &entry);
+	if (index == INDEX_NONE)
+		return NULL;
+	*nextid = (int)(index + base);
+	return entry;
+}
+
+int idr_for_each(const struct idr *idr, int (*fn)(int id, void *p, void *data),
+		 void *data)
+{
+	uint64_t base = idr->idr_base, last = INT_MAX - base;
+	void *entry;
+
+	for (uint64_t index = 0;
+	     (index = tree_next_entry(idr, index, last, &entry)) != INDEX_NONE;
+	     index++) {
+		int ret = fn((int)(index + base), entry, data);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+bool idr_is_empty(const struct idr *idr)
+{
+	return root_load(idr) == 0;
+}
+
+unsigned int idr_get_cursor(const struct idr *idr)
+{
+	return __atomic_load_n(&idr->idr_next, __ATOMIC_RELAXED);
+}
+
+void idr_set_cursor(struct idr *idr, unsigned int val)
+{
+	__atomic_store_n(&idr->idr_next, val, __ATOMIC_RELAXED);
+}
+
+size_t idr_memory_usage(const struct idr *idr)
+{
+	return __atomic_load_n(&idr->idr_nodes, __ATOMIC_RELAXED) *
+	       sizeof(struct idr_node);
+}

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/* Private interfaces shared by the files in src/.  See docs/design.md. */
+#ifndef IDR_INTERNAL_H
+#define IDR_INTERNAL_H
+
+#include <stdint.h>
+#include <urcu-bp.h>
+#include <urcu/call-rcu.h>
+
+#include "idr.h"
+
+#define IDR_HIDDEN __attribute__((visibility("hidden")))
+
+#define NODE_BITS 6
+#define NODE_SLOTS (1u << NODE_BITS)
+#define NODE_MASK (NODE_SLOTS - 1)
+/* 6 levels of 6 bits cover 36 bits: every u32 index. */
+#define MAX_HEIGHT 6
+#define HEIGHT_MASK ((uintptr_t)7)
+
+/*
+ * A tree node: 64 slots and a free bitmap, 536 bytes, so a dense leaf costs
+ * 8.4 bytes per ID.  Lockless readers only ever load slots[] (and the root);
+ * every other field is the writer's alone, which is why a node needs no
+ * shift/height field (the height comes with the root) and why the rcu_head
+ * may overlay writer-only state once the node has left the tree.
+ *
+ * free bit i: in a leaf, index i is not allocated; in an interior node,
+ * child i is absent or has a free index somewhere below it.
+ */
+struct idr_node {
+	void *slots[NODE_SLOTS];
+	uint64_t free;
+	union {
+		uint64_t children; /* interior: bit i set iff slots[i] != NULL */
+		struct rcu_head rcu; /* once unlinked and waiting to be freed */
+	};
+};
+
+/* Relaxed/acquire/release accessors: every shared word goes through them so
+ * that a reader racing a writer sees whole pointers (and TSan agrees). */
+static inline void *slot_load(void *const *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+static inline void slot_store(void **p, void *v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+static inline uintptr_t root_load(const struct idr *idr)
+{
+	return (uintptr_t)__atomic_load_n(&idr->idr_root, __ATOMIC_ACQUIRE);
+}
+static inline struct idr_node *root_node(uintptr_t root)
+{
+	return (struct idr_node *)(root & ~HEIGHT_MASK);
+}
+static inline unsigned root_height(uintptr_t root)
+{
+	return (unsigned)(root & HEIGHT_MASK);
+}
+/* Number of indices a subtree of @height levels covers. */
+static inline uint64_t span(unsigned height)
+{
+	return (uint64_t)1 << (NODE_BITS * height);
+}
+
+#define INDEX_NONE UINT64_MAX
+
+/* Nodes obtained up front for one insertion, so it cannot fail halfway. */
+struct node_pool {
+	struct idr_node *node[IDR_PRELOAD_NODES];
+	unsigned count;
+	unsigned from_stash;
+};
+
+/* tree.c */
+IDR_HIDDEN uint64_t tree_find_free(const struct idr *idr, uint64_t start);
+IDR_HIDDEN unsigned tree_nodes_needed(const struct idr *idr, uint64_t index);
+IDR_HIDDEN void **tree_insert(struct idr *idr, uint64_t index,
+			      struct node_pool *pool, bool full);
+IDR_HIDDEN void **tree_lookup_slot(const struct idr *idr, uint64_t index,
+				   struct idr_node **leaf);
+IDR_HIDDEN void tree_mark_full(struct idr *idr, uint64_t index);
+IDR_HIDDEN void tree_mark_free(struct idr *idr, uint64_t index);
+IDR_HIDDEN bool tree_is_free(const struct idr *idr, uint64_t index);
+IDR_HIDDEN void tree_release(struct idr *idr, uint64_t index);
+IDR_HIDDEN void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry));
+IDR_HIDDEN uint64_t tree_next_entry(const struct idr *idr, uint64_t index,
+				    uint64_t last, void **entry);
+
+/* idr.c, compat.c */
+IDR_HIDDEN int alloc_id(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
+			struct node_pool *fixed, uint64_t *id);
+IDR_HIDDEN void compat_drain(struct idr *idr);
+
+/* Writer-side counter updates that lockless snapshots may read. */
+static inline void count_add(size_t *counter, long delta)
+{
+	__atomic_store_n(counter,
+			 __atomic_load_n(counter, __ATOMIC_RELAXED) + (size_t)delta,
+			 __ATOMIC_RELAXED);
+}
+
+/* preload.c: the allocator hook, the per-thread stash, diagnostics */
+IDR_HIDDEN void *mem_alloc(size_t size);
+IDR_HIDDEN void mem_free(void *p, size_t size);
+IDR_HIDDEN int pool_fill(struct node_pool *pool, unsigned need);
+IDR_HIDDEN void pool_return(struct node_pool *pool);
+IDR_HIDDEN struct idr_node *pool_take(struct node_pool *pool);
+IDR_HIDDEN void report(const char *func, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* rcu.c */
+IDR_HIDDEN void node_retire(struct idr *idr, struct idr_node *node);
+IDR_HIDDEN void subtree_retire(struct idr *idr, struct idr_node *node,
+			       unsigned height);
+IDR_HIDDEN void subtree_free(struct idr_node *node, unsigned height,
+			     void (*leaf_fn)(void *entry));
+
+#endif /* IDR_INTERNAL_H */

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Memory: the process-wide allocator hook, the per-thread preload stash and
+ * the pools that one insertion draws from.
+ *
+ * Why preload cannot fail the caller: idr_preload() runs before the caller
+ * takes its lock and fills this thread's stash with IDR_PRELOAD_NODES nodes,
+ * the most that any one insertion needs (growing a height-1 tree to height 6
+ * takes 5 new levels plus a 5-node path below them).  Every allocation takes
+ * from the stash before it calls the allocator, and the stash belongs to the
+ * thread, so no other thread can empty it between the preload and the
+ * allocation.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+static void *default_alloc(size_t size, void *ctx)
+{
+	(void)ctx;
+	return malloc(size);
+}
+
+static void default_free(void *p, size_t size, void *ctx)
+{
+	(void)size;
+	(void)ctx;
+	free(p);
+}
+
+static struct idr_allocator allocator = { default_alloc, default_free, NULL };
+
+void idr_set_allocator(const struct idr_allocator *a)
+{
+	static const struct idr_allocator std = { default_alloc, default_free,
+						  NULL };
+
+	allocator = a ? *a : std;
+}
+
+void *mem_alloc(size_t size)
+{
+	return allocator.alloc(size, allocator.ctx);
+}
+
+void mem_free(void *p, size_t size)
+{
+	allocator.free(p, size, allocator.ctx);
+}
+
+/* ---------------------------------------------------------------------- */
+
+static void default_diagnostic(const char *func, const char *msg, void *ctx)
+{
+	(void)ctx;
+	fprintf(stderr, "libidr: %s: %s\n", func, msg);
+}
+
+static void (*diagnostic)(const char *, const char *, void *) =
+	default_diagnostic;
+static void *diagnostic_ctx;
+
+void idr_set_diagnostic(void (*fn)(const char *, const char *, void *),
+			void *ctx)
+{
+	diagnostic = fn ? fn : default_diagnostic;
+	diagnostic_ctx = ctx;
+}
+
+void report(const char *func, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	diagnostic(func, msg, diagnostic_ctx);
+}
+
+/* ---------------------------------------------------------------------- */
+
+struct stash {
+	struct idr_node *node[IDR_PRELOAD_NODES];
+	unsigned count;
+	unsigned depth; /* open idr_preload() sections */
+	bool registered; /* thread-exit destructor armed */
+};
+
+static _Thread_local struct stash stash;
+
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+static void stash_free(struct stash *s)
+{
+	while (s->count)
+		mem_free(s->node[--s->count], sizeof(struct idr_node));
+}
+
+static void thread_exit(void *arg)
+{
+	struct stash *s = arg;
+
+	if (s->depth)
+		report("idr_preload", "thread exits inside %u preload section(s)",
+		       s->depth);
+	stash_free(s);
+}
+
+static void make_exit_key(void)
+{
+	if (pthread_key_create(&exit_key, thread_exit))
+		abort(); /* only on PTHREAD_KEYS_MAX exhaustion at first use */
+}
+
+/* The main thread's stash: key destructors do not run for it at exit(). */
+__attribute__((destructor)) static void process_exit(void)
+{
+	stash_free(&stash);
+}
+
+static void arm_thread_exit(void)
+{
+	if (stash.registered)
+		return;
+	pthread_once(&exit_key_once, make_exit_key);
+	stash.registered = pthread_setspecific(exit_key, &stash) == 0;
+}
+
+void idr_preload(idr_gfp_t gfp)
+{
+	(void)gfp; /* userspace allocators have no non-blocking mode to pick */
+	stash.depth++;
+	arm_thread_exit();
+	while (stash.count < IDR_PRELOAD_NODES) {
+		struct idr_node *n = mem_alloc(sizeof(*n));
+		if (!n)
+			break;
+		stash.node[stash.count++] = n;
+	}
+}
+
+void idr_preload_end(void)
+{
+	if (!stash.depth) {
+		report("idr_preload_end",
+		       "called without a matching idr_preload()");
+#ifdef IDR_DEBUG
+		abort();
+#endif
+		return;
+	}
+	stash.depth--;
+}
+
+void idr_preload_drain(void)
+{
+	stash_free(&stash);
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* Gather @need nodes: the stash's first, then the allocator's.  All or
+ * nothing: on failure everything goes back where it came from. */
+int pool_fill(struct node_pool *pool, unsigned need)
+{
+	pool->count = 0;
+	while (pool->count < need && stash.count)
+		pool->node[pool->count++] = stash.node[--stash.count];
+	pool->from_stash = pool->count;
+	while (pool->count < need) {
+		struct idr_node *n = mem_alloc(sizeof(*n));
+		if (!n) {
+			pool_return(pool);
+			return -ENOMEM;
+		}
+		pool->node[pool->count++] = n;
+	}
+	return 0;
+}
+
+/* Give back what a pool did not use: stash nodes to the stash, the rest to
+ * the allocator, so a failed call leaves memory exactly as it found it. */
+void pool_return(struct node_pool *pool)
+{
+	for (unsigned i = 0; i < pool->count; i++) {
+		if (i < pool->from_stash && stash.count < IDR_PRELOAD_NODES)
+			stash.node[stash.count++] = pool->node[i];
+		else
+			mem_free(pool->node[i], sizeof(struct idr_node));
+	}
+	pool->count = 0;
+	pool->from_stash = 0;
+}
+
+struct idr_node *pool_take(struct node_pool *pool)
+{
+	struct idr_node *n = pool->node[--pool->count];
+
+	if (pool->from_stash > pool->count)
+		pool->from_stash = pool->count;
+	return n;
+}

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RCU glue (liburcu, urcu-bp flavor) and the writer lock.
+ *
+ * Why urcu-bp: libidr's readers and writers are the application's threads,
+ * which a library cannot ask to register with RCU or to report quiescent
+ * states.  The "bulletproof" flavor registers a thread on its first read-side
+ * section and, with sys_membarrier, its read lock costs a compiler barrier.
+ *
+ * Why a node can be freed after one grace period: the writer unlinks it (a
+ * release store of NULL or of its replacement) before it calls call_rcu().
+ * A reader that can still reach the node loaded the old pointer inside a
+ * read-side section that began before the unlink, and the grace period waits
+ * for every such section to end.
+ */
+#include "internal.h"
+
+static void free_node_rcu(struct rcu_head *head)
+{
+	mem_free(caa_container_of(head, struct idr_node, rcu),
+		 sizeof(struct idr_node));
+}
+
+void node_retire(struct idr *idr, struct idr_node *node)
+{
+	count_add(&idr->idr_nodes, -1);
+	if (idr->idr_flags & IDR_F_NO_RCU)
+		mem_free(node, sizeof(*node));
+	else
+		call_rcu(&node->rcu, free_node_rcu);
+}
+
+void subtree_free(struct idr_node *node, unsigned height,
+		  void (*leaf_fn)(void *entry))
+{
+	for (unsigned i = 0; i < NODE_SLOTS; i++) {
+		void *child = node->slots[i];
+
+		if (!child)
+			continue;
+		if (height > 1)
+			subtree_free(child, height - 1, leaf_fn);
+		else if (leaf_fn)
+			leaf_fn(child);
+	}
+	mem_free(node, sizeof(*node));
+}
+
+static void free_subtree_rcu(struct rcu_head *head)
+{
+	struct idr_node *node = caa_container_of(head, struct idr_node, rcu);
+
+	subtree_free(node, (unsigned)node->free, NULL);
+}
+
+/* A whole detached tree waits for one grace period, not one per node.
+ * Readers never look at ->free, so the height can be parked there. */
+void subtree_retire(struct idr *idr, struct idr_node *node, unsigned height)
+{
+	if (idr->idr_flags & IDR_F_NO_RCU) {
+		subtree_free(node, height, NULL);
+		return;
+	}
+	node->free = height;
+	call_rcu(&node->rcu, free_subtree_rcu);
+}
+
+void idr_rcu_read_lock(void)
+{
+	urcu_bp_read_lock();
+}
+
+void idr_rcu_read_unlock(void)
+{
+	urcu_bp_read_unlock();
+}
+
+void idr_rcu_barrier(void)
+{
+	urcu_bp_barrier();
+}
+
+void idr_lock(struct idr *idr)
+{
+	pthread_mutex_lock(&idr->idr_mutex);
+}
+
+void idr_unlock(struct idr *idr)
+{
+	pthread_mutex_unlock(&idr->idr_mutex);
+}

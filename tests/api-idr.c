@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: MIT */
+/* The idr's public API, call by call, with exact expectations. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static int objs[64];
+#define P(i) ((void *)&objs[i])
+
+static DEFINE_IDR(static_idr);
+
+TEST(empty_idr_holds_nothing)
+{
+	struct idr idr;
+	int next = 0;
+
+	idr_init(&idr);
+	CHECK(idr_is_empty(&idr));
+	CHECK_EQ(idr_memory_usage(&idr), 0);
+	CHECK(idr_find(&idr, 0) == NULL);
+	CHECK(idr_find(&idr, ~0UL) == NULL);
+	CHECK(idr_remove(&idr, 0) == NULL);
+	CHECK(idr_replace(&idr, P(0), 0) == IDR_ERR_PTR(-ENOENT));
+	CHECK(idr_get_next(&idr, &next) == NULL);
+	CHECK_EQ(next, 0);
+	idr_destroy(&idr);
+	CHECK(idr_is_empty(&idr));
+}
+
+TEST(define_idr_is_usable)
+{
+	CHECK(idr_is_empty(&static_idr));
+	CHECK_EQ(idr_alloc(&static_idr, P(1), 0, 0, IDR_GFP_KERNEL), 0);
+	CHECK(idr_find(&static_idr, 0) == P(1));
+	idr_destroy(&static_idr);
+	CHECK(idr_is_empty(&static_idr));
+}
+
+TEST(alloc_hands_out_lowest_free)
+{
+	struct idr idr;
+
+	idr_init(&idr);
+	for (int i = 0; i < 200; i++)
+		CHECK_EQ(idr_alloc(&idr, P(i % 64), 0, 0, IDR_GFP_KERNEL), i);
+	CHECK(idr_remove(&idr, 70) == P(70 % 64));
+	CHECK(idr_remove(&idr, 5) == P(5));
+	CHECK_EQ(idr_alloc(&idr, P(1), 0, 0, IDR_GFP_KERNEL), 5);
+	CHECK_EQ(idr_alloc(&idr, P(1), 0, 0, IDR_GFP_KERNEL), 70);
+	CHECK_EQ(idr_alloc(&idr, P(1), 0, 0, IDR_GFP_KERNEL), 200);
+	CHECK_EQ(idr_alloc(&idr, P(1), 150, 0, IDR_GFP_KERNEL), 201);
+	idr_destroy(&idr);
+}
+
+TEST(alloc_respects_range)
+{
+	struct idr idr;
+
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc(&idr, P(0), 10, 12, IDR_GFP_KERNEL), 10);
+	CHECK_EQ(idr_alloc(&idr, P(0), 10, 12, IDR_GFP_KERNEL), 11);
+	CHECK_EQ(idr_alloc(&idr, P(0), 10, 12, IDR_GFP_KERNEL), -ENOSPC);
+	CHECK_EQ(idr_alloc(&idr, P(0), 0, 1, IDR_GFP_KERNEL), 0);
+	CHECK_EQ(idr_alloc(&idr, P(0), 0, 1, IDR_GFP_KERNEL), -ENOSPC);
+	CHECK_EQ(idr_alloc(&idr, P(0), 5, 0, IDR_GFP_KERNEL), 5);
+	CHECK_EQ(idr_alloc(&idr, P(0), 5, -7, IDR_GFP_KERNEL), 6);
+	idr_destroy(&idr);
+}
+
+TEST(alloc_bad_ranges_have_defined_errors)
+{
+	struct idr idr;
+	long before = tu_calls();
+
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc(&idr, P(0), -1, 0, IDR_GFP_KERNEL), -EINVAL);
+	CHECK_EQ(idr_alloc(&idr, P(0), INT_MIN, 10, IDR_GFP_KERNEL), -EINVAL);
+	CHECK_EQ(idr_alloc(&idr, P(0), 10, 10, IDR_GFP_KERNEL), -ENOSPC);
+	CHECK_EQ(idr_alloc(&idr, P(0), 11, 10, IDR_GFP_KERNEL), -ENOSPC);
+	CHECK_EQ(idr_alloc_cyclic(&idr, P(0), -1, 0, IDR_GFP_KERNEL), -EINVAL);
+	CHECK_EQ(tu_calls(), before); /* rejected before any allocation */
+	CHECK(idr_is_empty(&idr));
+}
+
+TEST(alloc_reaches_int_max_and_no_further)
+{
+	struct idr idr;
+
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc(&idr, P(1), INT_MAX, 0, IDR_GFP_KERNEL), INT_MAX);
+	CHECK(idr_find(&idr, INT_MAX) == P(1));
+	CHECK_EQ(idr_alloc(&idr, P(2), INT_MAX, 0, IDR_GFP_KERNEL), -ENOSPC);
+	CHECK_EQ(idr_alloc(&idr, P(2), INT_MAX - 1, 0, IDR_GFP_KERNEL), INT_MAX - 1);
+	CHECK_EQ(idr_alloc(&idr, P(3), 0, 0, IDR_GFP_KERNEL), 0);
+	CHECK(idr_find(&idr, (unsigned long)INT_MAX + 1) == NULL);
+	CHECK(idr_remove(&idr, INT_MAX) == P(1));
+	CHECK(idr_remove(&idr, INT_MAX - 1) == P(2));
+	CHECK(idr_remove(&idr, 0) == P(3));
+	CHECK(idr_is_empty(&idr));
+	CHECK_EQ(idr_memory_usage(&idr), 0);
+}
+
+TEST(base_shifts_the_id_space)
+{
+	struct idr idr;
+	int id = 0;
+
+	idr_init_base(&idr, 1);
+	CHECK_EQ(idr_alloc(&idr, P(1), 0, 0, IDR_GFP_KERNEL), 1);
+	CHECK_EQ(idr_alloc(&idr, P(2), 0, 0, IDR_GFP_KERNEL), 2);
+	CHECK(idr_find(&idr, 0) == NULL);
+	CHECK(idr_find(&idr, 1) == P(1));
+	CHECK(idr_remove(&idr, 0) == NULL);
+	CHECK(idr_replace(&idr, P(3), 0) == IDR_ERR_PTR(-ENOENT));
+	CHECK(idr_get_next(&idr, &id) == P(1));
+	CHECK_EQ(id, 1);
+	CHECK_EQ(idr_alloc(&idr, P(0), 0, 1, IDR_GFP_KERNEL), -ENOSPC);
+	CHECK_EQ(idr_alloc(&idr, P(9), INT_MAX, 0, IDR_GFP_KERNEL), INT_MAX);
+	CHECK(idr_find(&idr, INT_MAX) == P(9));
+	idr_destroy(&idr);
+
+	idr_init_base(&idr, -5); /* negative: treated as 0 */
+	CHECK_EQ(idr_alloc(&idr, P(1), 0, 0, IDR_GFP_KERNEL), 0);
+	idr_destroy(&idr);
+}
+
+TEST(null_reserves_an_id_until_replaced)
+{
+	struct idr idr;
+	int id = 0;
+
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc(&idr, NULL, 0, 0, IDR_GFP_KERNEL), 0);
+	CHECK(!idr_is_empty(&idr));
+	CHECK(idr_find(&idr, 0) == NULL);
+	CHECK(idr_get_next(&idr, &id) == NULL); /* iteration skips it */
+	CHECK_EQ(idr_alloc(&idr, P(1), 0, 0, IDR_GFP_KERNEL), 1);
+	CHECK(idr_replace(&idr, P(2), 0) == NULL);
+	CHECK(idr_find(&idr, 0) == P(2));
+	CHECK(idr_replace(&idr, NULL, 0) == P(2));
+	CHECK(idr_remove(&idr, 0) == NULL);
+	CHECK_EQ(idr_alloc(&idr, P(3), 0, 0, IDR_GFP_KERNEL), 0);
+	idr_destroy(&idr);
+}
+
+TEST(replace_and_remove)
+{
+	struct idr idr;
+
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc(&idr, P(1), 0, 0, IDR_GFP_KERNEL), 0);
+	void *old = idr_replace(&idr, P(2), 0);
+	CHECK(!idr_is_err(old));
+	CHECK(old == P(1));
+	CHECK(idr_find(&idr, 0) == P(2));
+	void *err = idr_replace(&idr, P(3), 1);
+	CHECK(idr_is_err(err));
+	CHECK_EQ(idr_ptr_err(err), -ENOENT);
+	CHECK(idr_replace(&idr, P(3), 64) == IDR_ERR_PTR(-ENOENT));
+	CHECK(idr_replace(&idr, P(3), ~0UL) == IDR_ERR_PTR(-ENOENT));
+	CHECK(idr_remove(&idr, 1) == NULL);
+	CHECK(idr_remove(&idr, ~0UL) == NULL);
+	CHECK(idr_remove(&idr, (unsigned long)UINT32_MAX + 1) == NULL);
+	CHECK(idr_find(&idr, 0) == P(2)); /* failed calls changed nothing */
+	CHECK(idr_remove(&idr, 0) == P(2));
+	CHECK(idr_remove(&idr, 0) == NULL);
+	CHECK(idr_is_empty(&idr));
+}
+
+struct seen {
+	int ids[16];
+	void *ptrs[16];
+	int n, stop_at;
+};
+
+static int record(int id, void *p, void *data)
+{
+	struct seen *s = data;
+
+	s->ids[s->n] = id;
+	s->ptrs[s->n++] = p;
+	return s->n == s->stop_at ? 42 : 0;
+}
+
+TEST(iteration_visits_non_null_in_order)
+{
+	struct idr idr;
+	struct seen s = { .n = 0 };
+	static const int want[] = { 3, 64, 4096, 262144, INT_MAX };
+
+	idr_init(&idr);
+	for (int i = 4; i >= 0; i--)
+		CHECK_EQ(idr_alloc(&idr, P(i), want[i], 0, IDR_GFP_KERNEL), want[i]);
+	CHECK_EQ(idr_alloc(&idr, NULL, 0, 0, IDR_GFP_KERNEL), 0);
+	uint32_t big = (uint32_t)INT_MAX + 1;
+	CHECK_EQ(idr_alloc_u32(&idr, P(9), &big, UINT32_MAX, IDR_GFP_KERNEL), 0);
+
+	CHECK_EQ(idr_for_each(&idr, record, &s), 0);
+	CHECK_EQ(s.n, 5);
+	for (int i = 0; i < 5; i++) {
+		CHECK_EQ(s.ids[i], want[i]);
+		CHECK(s.ptrs[i] == P(i));
+	}
+
+	s.n = 0;
+	s.stop_at = 2;
+	CHECK_EQ(idr_for_each(&idr, record, &s), 42);
+	CHECK_EQ(s.n, 2);
+
+	int id = 65;
+	CHECK(idr_get_next(&idr, &id) == P(2));
+	CHECK_EQ(id, 4096);
+	id = INT_MAX;
+	CHECK(idr_get_next(&idr, &id) == P(4));
+	id = -1;
+	CHECK(idr_get_next(&idr, &id) == NULL);
+	CHECK_EQ(id, -1);
+
+	void *entry;
+	int n = 0;
+	idr_for_each_entry(&idr, entry, id) {
+		CHECK_EQ(id, want[n]);
+		CHECK(entry == P(n));
+		n++;
+	}
+	CHECK_EQ(n, 5);
+	idr_destroy(&idr);
+}
+
+TEST(destroy_frees_nodes_not_pointers_and_idr_is_reusable)
+{
+	struct idr idr;
+	int *obj = malloc(sizeof(*obj));
+
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc(&idr, obj, 0, 0, IDR_GFP_KERNEL), 0);
+	CHECK_EQ(idr_alloc(&idr, P(1), 1 << 30, 0, IDR_GFP_KERNEL), 1 << 30);
+	idr_set_cursor(&idr, 77);
+	idr_destroy(&idr);
+	CHECK(idr_is_empty(&idr));
+	CHECK_EQ(idr_memory_usage(&idr), 0);
+	CHECK_EQ(idr_get_cursor(&idr), 0);
+	CHECK(idr_find(&idr, 0) == NULL);
+	*obj = 5; /* still ours */
+	free(obj);
+	CHECK_EQ(idr_alloc(&idr, P(1), 0, 0, IDR_GFP_KERNEL), 0);
+	idr_destroy(&idr);
+	idr_destroy(&idr); /* destroying an empty idr is harmless */
+}
+
+TEST(tree_grows_and_shrinks_with_ids)
+{
+	struct idr idr;
+	size_t node;
+
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc(&idr, P(1), 0, 0, IDR_GFP_KERNEL), 0);
+	node = idr_memory_usage(&idr);
+	CHECK(node > 0);
+	CHECK_EQ(idr_alloc(&idr, P(2), 63, 0, IDR_GFP_KERNEL), 63);
+	CHECK_EQ(idr_memory_usage(&idr), node); /* same leaf */
+	CHECK_EQ(idr_alloc(&idr, P(3), 64, 0, IDR_GFP_KERNEL), 64);
+	CHECK_EQ(idr_memory_usage(&idr), 3 * node); /* new root + leaf */
+	CHECK_EQ(idr_alloc(&idr, P(4), INT_MAX, 0, IDR_GFP_KERNEL), INT_MAX);
+	/* 6 levels: 4 new on top, 5 on the path to INT_MAX */
+	CHECK_EQ(idr_memory_usage(&idr), 12 * node);
+	CHECK(idr_find(&idr, 64) == P(3));
+	CHECK(idr_remove(&idr, INT_MAX) == P(4));
+	CHECK_EQ(idr_memory_usage(&idr), 3 * node);
+	CHECK(idr_remove(&idr, 64) == P(3));
+	CHECK_EQ(idr_memory_usage(&idr), node);
+	CHECK(idr_find(&idr, 63) == P(2));
+	CHECK(idr_remove(&idr, 0) == P(1));
+	CHECK(idr_remove(&idr, 63) == P(2));
+	CHECK_EQ(idr_memory_usage(&idr), 0);
+	CHECK(idr_is_empty(&idr));
+}
+
+TEST(u32_ids_above_int_max)
+{
+	struct idr idr;
+	uint32_t id = UINT32_MAX;
+	int next = 0;
+
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc_u32(&idr, P(1), &id, UINT32_MAX, IDR_GFP_KERNEL), 0);
+	CHECK_EQ(id, UINT32_MAX);
+	CHECK(idr_find(&idr, UINT32_MAX) == P(1));
+	CHECK(idr_find(&idr, (unsigned long)UINT32_MAX + 1) == NULL);
+	CHECK_EQ(idr_alloc_u32(&idr, P(2), &id, UINT32_MAX, IDR_GFP_KERNEL), -ENOSPC);
+	CHECK_EQ(id, UINT32_MAX); /* unchanged on error */
+	id = 10;
+	CHECK_EQ(idr_alloc_u32(&idr, P(2), &id, 5, IDR_GFP_KERNEL), -ENOSPC);
+	CHECK_EQ(id, 10);
+	CHECK(idr_get_next(&idr, &next) == NULL); /* stops before INT_MAX + 1 */
+	CHECK(idr_replace(&idr, P(3), UINT32_MAX) == P(1));
+	CHECK(idr_remove(&idr, UINT32_MAX) == P(3));
+	CHECK(idr_is_empty(&idr));
+
+	idr_init_base(&idr, 1);
+	id = 0;
+	CHECK_EQ(idr_alloc_u32(&idr, P(1), &id, UINT32_MAX, IDR_GFP_KERNEL), 0);
+	CHECK_EQ(id, 1);
+	id = UINT32_MAX;
+	CHECK_EQ(idr_alloc_u32(&idr, P(2), &id, UINT32_MAX, IDR_GFP_KERNEL), 0);
+	CHECK(idr_find(&idr, UINT32_MAX) == P(2));
+	id = 0;
+	CHECK_EQ(idr_alloc_u32(&idr, P(2), &id, 0, IDR_GFP_KERNEL), -ENOSPC);
+	idr_destroy(&idr);
+}
+
+TEST(cyclic_continues_after_last_and_wraps)
+{
+	struct idr idr;
+
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc_cyclic(&idr, P(0), 0, 4, IDR_GFP_KERNEL), 0);
+	CHECK_EQ(idr_alloc_cyclic(&idr, P(1), 0, 4, IDR_GFP_KERNEL), 1);
+	CHECK_EQ(idr_get_cursor(&idr), 2);
+	CHECK(idr_remove(&idr, 0) == P(0));
+	CHECK_EQ(idr_alloc_cyclic(&idr, P(2), 0, 4, IDR_GFP_KERNEL), 2);
+	CHECK_EQ(idr_alloc_cyclic(&idr, P(3), 0, 4, IDR_GFP_KERNEL), 3);
+	CHECK_EQ(idr_alloc_cyclic(&idr, P(4), 0, 4, IDR_GFP_KERNEL), 0); /* wrap */
+	CHECK_EQ(idr_alloc_cyclic(&idr, P(5), 0, 4, IDR_GFP_KERNEL), -ENOSPC);
+	CHECK_EQ(idr_get_cursor(&idr), 1);
+	idr_set_cursor(&idr, 100);
+	CHECK(idr_remove(&idr, 2) == P(2));
+	CHECK_EQ(idr_alloc_cyclic(&idr, P(6), 0, 4, IDR_GFP_KERNEL), 2);
+	CHECK_EQ(idr_alloc_cyclic(&idr, P(7), 10, 0, IDR_GFP_KERNEL), 10);
+	idr_set_cursor(&idr, INT_MAX);
+	CHECK_EQ(idr_alloc_cyclic(&idr, P(8), 10, 0, IDR_GFP_KERNEL), INT_MAX);
+	CHECK_EQ(idr_get_cursor(&idr), (unsigned)INT_MAX + 1);
+	CHECK_EQ(idr_alloc_cyclic(&idr, P(9), 10, 0, IDR_GFP_KERNEL), 11);
+	CHECK_EQ(idr_alloc_cyclic(&idr, P(9), 5, 6, IDR_GFP_KERNEL), 5);
+	CHECK_EQ(idr_alloc_cyclic(&idr, P(9), 5, 5, IDR_GFP_KERNEL), -ENOSPC);
+	idr_destroy(&idr);
+}
+
+TEST(nowait_after_preload_never_calls_allocator)
+{
+	struct idr idr;
+
+	idr_init(&idr);
+	idr_preload(IDR_GFP_KERNEL);
+	long calls = tu_calls();
+	tu_fail_thread(true);
+	/* the worst case: a height-1 tree growing to reach UINT32_MAX */
+	CHECK_EQ(idr_alloc(&idr, P(0), 0, 0, IDR_GFP_NOWAIT), 0);
+	idr_preload_end();
+	idr_preload(IDR_GFP_KERNEL); /* refills nothing: allocator fails */
+	uint32_t id = UINT32_MAX;
+	tu_fail_thread(false);
+	idr_preload_end();
+	idr_preload(IDR_GFP_KERNEL);
+	tu_fail_thread(true);
+	calls = tu_calls();
+	CHECK_EQ(idr_alloc_u32(&idr, P(1), &id, UINT32_MAX, IDR_GFP_NOWAIT), 0);
+	CHECK_EQ(tu_calls(), calls);
+	tu_fail_thread(false);
+	idr_preload_end();
+	CHECK_EQ(idr_memory_usage(&idr), 11 * sizeof(void *) * 67);
+	idr_destroy(&idr);
+}
+
+TEST(nowait_without_preload_fails_cleanly)
+{
+	struct idr idr;
+
+	idr_init(&idr);
+	idr_preload_drain();
+	tu_fail_thread(true);
+	CHECK_EQ(idr_alloc(&idr, P(0), 0, 0, IDR_GFP_NOWAIT), -ENOMEM);
+	CHECK_EQ(idr_alloc(&idr, P(0), 0, 0, IDR_GFP_ATOMIC), -ENOMEM);
+	CHECK_EQ(idr_alloc(&idr, P(0), 0, 0, IDR_GFP_KERNEL), -ENOMEM);
+	tu_fail_thread(false);
+	CHECK(idr_is_empty(&idr));
+	CHECK_EQ(idr_memory_usage(&idr), 0);
+}
+
+TEST(preload_never_fails_even_when_allocator_does)
+{
+	struct idr idr;
+
+	idr_init(&idr);
+	idr_preload_drain();
+	tu_fail_from(4); /* three nodes, then nothing */
+	idr_preload(IDR_GFP_KERNEL);
+	CHECK_EQ(idr_alloc(&idr, P(0), 0, 0, IDR_GFP_NOWAIT), 0); /* 1 node */
+	CHECK_EQ(idr_alloc(&idr, P(1), 64, 0, IDR_GFP_NOWAIT), 64); /* 2: root, leaf */
+	CHECK_EQ(idr_alloc(&idr, P(1), 1 << 20, 0, IDR_GFP_NOWAIT), -ENOMEM);
+	idr_preload_end();
+	tu_fail_from(0);
+	CHECK(idr_find(&idr, 64) == P(1));
+	idr_destroy(&idr);
+}
+
+TEST(unmatched_preload_end_is_reported)
+{
+	idr_preload(IDR_GFP_KERNEL);
+	idr_preload_end();
+	CHECK_EQ(tu_diag_count(), 0);
+	idr_preload_end();
+	CHECK_EQ(tu_diag_count(), 1);
+	CHECK(strstr(tu_diag_last(), "idr_preload_end") != NULL);
+	/* nesting is allowed */
+	idr_preload(IDR_GFP_KERNEL);
+	idr_preload(IDR_GFP_KERNEL);
+	idr_preload_end();
+	idr_preload_end();
+	CHECK_EQ(tu_diag_count(), 1);
+}
+
+static void *preload_and_exit(void *arg)
+{
+	struct idr *idr = arg;
+
+	idr_preload(IDR_GFP_KERNEL);
+	idr_lock(idr);
+	int id = idr_alloc(idr, P(1), 0, 0, IDR_GFP_NOWAIT);
+	idr_unlock(idr);
+	idr_preload_end();
+	return (void *)(intptr_t)id;
+}
+
+static void *exit_inside_preload(void *arg)
+{
+	(void)arg;
+	idr_preload(IDR_GFP_KERNEL);
+	return NULL;
+}
+
+TEST(thread_exit_frees_its_stash)
+{
+	struct idr idr;
+	pthread_t t;
+	void *ret;
+
+	idr_init(&idr);
+	long live = tu_settled_live();
+	CHECK_EQ(pthread_create(&t, NULL, preload_and_exit, &idr), 0);
+	CHECK_EQ(pthread_join(t, &ret), 0);
+	CHECK_EQ((intptr_t)ret, 0);
+	/* only the one leaf remains: the thread's 9 spare nodes are gone */
+	CHECK_EQ(tu_live() - live, 1);
+	idr_destroy(&idr);
+
+	CHECK_EQ(pthread_create(&t, NULL, exit_inside_preload, NULL), 0);
+	CHECK_EQ(pthread_join(t, &ret), 0);
+	CHECK_EQ(tu_diag_count(), 1);
+	CHECK(strstr(tu_diag_last(), "preload section") != NULL);
+}
+
+TEST(no_rcu_idr_frees_at_once)
+{
+	struct idr idr;
+
+	idr_init_flags(&idr, 0, IDR_F_NO_RCU);
+	idr_preload_drain();
+	long live = tu_live();
+	CHECK_EQ(idr_alloc(&idr, P(1), 1000, 0, IDR_GFP_KERNEL), 1000);
+	CHECK_EQ(tu_live() - live, 2);
+	CHECK(idr_remove(&idr, 1000) == P(1));
+	CHECK_EQ(tu_live(), live); /* no grace period needed */
+	CHECK_EQ(idr_alloc(&idr, P(1), 0, 0, IDR_GFP_KERNEL), 0);
+	idr_destroy(&idr);
+	CHECK_EQ(tu_live(), live);
+}
+
+TEST(dense_million_then_empty)
+{
+	struct idr idr;
+	long n = tu_scale(1000000);
+
+	idr_init(&idr);
+	for (long i = 0; i < n; i++) {
+		int id = idr_alloc(&idr, P(i & 63), 0, 0, IDR_GFP_KERNEL);
+		if (id != i)
+			CHECK_EQ(id, i);
+	}
+	size_t mem = idr_memory_usage(&idr);
+	CHECK(mem > 0);
+	CHECK(mem <= (size_t)n * 9); /* 536-byte leaves of 64: ~8.5 bytes/ID */
+	for (long i = 0; i < n; i++)
+		if (idr_find(&idr, (unsigned long)i) != P(i & 63))
+			CHECK(idr_find(&idr, (unsigned long)i) == P(i & 63));
+	for (long i = 0; i < n; i++)
+		if (idr_remove(&idr, (unsigned long)i) != P(i & 63))
+			CHECK(!"remove returned the wrong pointer");
+	CHECK_EQ(idr_memory_usage(&idr), 0);
+	CHECK(idr_is_empty(&idr));
+}

@@ -1,0 +1,34 @@
+#!/bin/sh
+# Run every test binary named on the command line (from $O/tests), optionally
+# under valgrind, and sum their "N passed, N failed" lines.  A binary that
+# dies before printing its summary counts as one failure.
+O=${O:-build}
+total_pass=0
+total_fail=0
+for t in "$@"; do
+	if [ -n "$VALGRIND" ]; then
+		out=$(IDR_TEST_QUICK=1 valgrind -q --error-exitcode=99 --leak-check=full \
+			--errors-for-leak-kinds=definite "$O/tests/$t" 2>&1)
+	else
+		out=$("$O/tests/$t" 2>&1)
+	fi
+	rc=$?
+	printf '%s\n' "$out" | grep -v '^PASS ' | grep -v 'passed, .* failed$'
+	summary=$(printf '%s\n' "$out" | grep -E '^[^ ]+: [0-9]+ passed, [0-9]+ failed$' | tail -n 1)
+	if [ -z "$summary" ]; then
+		echo "FAIL $t: exited with status $rc before its summary"
+		total_fail=$((total_fail + 1))
+		continue
+	fi
+	p=$(echo "$summary" | sed -E 's/.*: ([0-9]+) passed.*/\1/')
+	f=$(echo "$summary" | sed -E 's/.* ([0-9]+) failed$/\1/')
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "FAIL $t: exited with status $rc (valgrind or sanitizer errors above)"
+		f=1
+	fi
+	echo "$summary"
+	total_pass=$((total_pass + p))
+	total_fail=$((total_fail + f))
+done
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct test {
+	const char *name;
+	tu_test_fn fn;
+};
+
+static struct test tests[256];
+static int ntests;
+static bool current_failed;
+
+void tu_register(const char *name, tu_test_fn fn)
+{
+	if (ntests == (int)(sizeof(tests) / sizeof(tests[0])))
+		abort();
+	tests[ntests].name = name;
+	tests[ntests++].fn = fn;
+}
+
+void tu_fail(const char *file, int line, const char *what)
+{
+	if (!current_failed)
+		fprintf(stderr, "    %s:%d: check failed: %s\n", file, line, what);
+	current_failed = true;
+}
+
+bool tu_failed(void)
+{
+	return current_failed;
+}
+
+long tu_scale(long n)
+{
+	const char *q = getenv("IDR_TEST_QUICK");
+
+	return q && *q == '1' ? (n / 50 > 1 ? n / 50 : 1) : n;
+}
+
+uint64_t tu_rand(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 2685821657736338717ULL;
+}
+
+/* ---------------------------------------------------------------------- */
+
+static long calls, live, fail_at, fail_after;
+static _Thread_local bool fail_this_thread;
+
+static void *count_alloc(size_t size, void *ctx)
+{
+	(void)ctx;
+	long n = __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
+	long at = __atomic_load_n(&fail_at, __ATOMIC_RELAXED);
+	long after = __atomic_load_n(&fail_after, __ATOMIC_RELAXED);
+
+	if (fail_this_thread || n == at || (after && n >= after))
+		return NULL;
+	void *p = malloc(size);
+	if (p)
+		__atomic_add_fetch(&live, 1, __ATOMIC_RELAXED);
+	return p;
+}
+
+static void count_free(void *p, size_t size, void *ctx)
+{
+	(void)size;
+	(void)ctx;
+	__atomic_sub_fetch(&live, 1, __ATOMIC_RELAXED);
+	free(p);
+}
+
+long tu_live(void)
+{
+	return __atomic_load_n(&live, __ATOMIC_RELAXED);
+}
+
+long tu_calls(void)
+{
+	return __atomic_load_n(&calls, __ATOMIC_RELAXED);
+}
+
+void tu_fail_call(long k)
+{
+	__atomic_store_n(&fail_at, k ? tu_calls() + k : 0, __ATOMIC_RELAXED);
+}
+
+void tu_fail_from(long k)
+{
+	__atomic_store_n(&fail_after, k ? tu_calls() + k : 0, __ATOMIC_RELAXED);
+}
+
+void tu_fail_thread(bool on)
+{
+	fail_this_thread = on;
+}
+
+long tu_settled_live(void)
+{
+	idr_rcu_barrier();
+	idr_preload_drain();
+	return tu_live();
+}
+
+/* ---------------------------------------------------------------------- */
+
+static int diag_count;
+static char diag_last[512];
+
+static void capture_diag(const char *func, const char *msg, void *ctx)
+{
+	(void)ctx;
+	__atomic_add_fetch(&diag_count, 1, __ATOMIC_RELAXED);
+	snprintf(diag_last, sizeof(diag_last), "%s: %s", func, msg);
+}
+
+int tu_diag_count(void)
+{
+	return __atomic_load_n(&diag_count, __ATOMIC_RELAXED);
+}
+
+const char *tu_diag_last(void)
+{
+	return diag_last;
+}
+
+void tu_diag_reset(void)
+{
+	diag_count = 0;
+	diag_last[0] = 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct idr_allocator counting = { count_alloc, count_free,
+						       NULL };
+	const char *prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1
+						 : argv[0];
+	int passed = 0, failed = 0;
+
+	idr_set_allocator(&counting);
+	idr_set_diagnostic(capture_diag, NULL);
+	for (int i = 0; i < ntests; i++) {
+		if (argc > 1 && strcmp(argv[1], tests[i].name))
+			continue;
+		current_failed = false;
+		tu_fail_call(0);
+		tu_fail_from(0);
+		tu_diag_reset();
+		long before = tu_settled_live();
+		tests[i].fn();
+		tu_fail_call(0);
+		tu_fail_from(0);
+		long leaked = tu_settled_live() - before;
+		if (!current_failed && leaked) {
+			fprintf(stderr, "    %ld block(s) still allocated after the test\n",
+				leaked);
+			current_failed = true;
+		}
+		printf("%s %s/%s\n", current_failed ? "FAIL" : "PASS", prog,
+		       tests[i].name);
+		if (current_failed)
+			failed++;
+		else
+			passed++;
+	}
+	printf("%s: %d passed, %d failed\n", prog, passed, failed);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* A small test harness and a counting, fault-injecting allocator. */
+#ifndef IDR_TESTUTIL_H
+#define IDR_TESTUTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "idr.h"
+
+typedef void (*tu_test_fn)(void);
+void tu_register(const char *name, tu_test_fn fn);
+void tu_fail(const char *file, int line, const char *what);
+bool tu_failed(void); /* has the running test failed yet? */
+
+#define TEST(name)                                                          \
+	static void name(void);                                             \
+	__attribute__((constructor)) static void tu_reg_##name(void)        \
+	{                                                                   \
+		tu_register(#name, name);                                   \
+	}                                                                   \
+	static void name(void)
+
+/* On failure: record it and return from the calling function. */
+#define CHECK(cond)                                                         \
+	do {                                                                \
+		if (!(cond)) {                                              \
+			tu_fail(__FILE__, __LINE__, #cond);                 \
+			return;                                             \
+		}                                                           \
+	} while (0)
+
+#define CHECK_EQ(a, b)                                                      \
+	do {                                                                \
+		long long tu_a = (long long)(a), tu_b = (long long)(b);     \
+		if (tu_a != tu_b) {                                         \
+			char tu_msg[256];                                   \
+			snprintf(tu_msg, sizeof(tu_msg), "%s == %s (%lld != %lld)", \
+				 #a, #b, tu_a, tu_b);                       \
+			tu_fail(__FILE__, __LINE__, tu_msg);                \
+			return;                                             \
+		}                                                           \
+	} while (0)
+
+/* Iteration counts shrink under valgrind (IDR_TEST_QUICK=1). */
+long tu_scale(long n);
+
+/* Deterministic PRNG (xorshift64*). */
+uint64_t tu_rand(uint64_t *state);
+
+/* ---- counting allocator: installed before every test, checked after. ---- */
+long tu_live(void);          /* blocks allocated and not yet freed */
+long tu_calls(void);         /* alloc calls so far (failed ones included) */
+void tu_fail_call(long k);   /* make the k-th alloc call from now fail; 0: none */
+void tu_fail_thread(bool on);/* fail every alloc call this thread makes */
+void tu_fail_from(long k);   /* fail the k-th call from now and all later */
+/* Live blocks once pending RCU frees have run and this thread's stash is
+ * drained: what an idr holds, as seen by the allocator. */
+long tu_settled_live(void);
+
+/* ---- diagnostics captured instead of printed ---- */
+int tu_diag_count(void);
+const char *tu_diag_last(void);
+void tu_diag_reset(void);
+
+#endif
