@@ -6,6 +6,7 @@
 #   make fuzz            libFuzzer harness for FUZZ_SECONDS (clang)
 #   make install         PREFIX=/usr/local DESTDIR=
 #   make clean
+#   make deps            install the Debian packages the build needs
 # Variants: make check O=build/asan SANITIZE=address,undefined
 #           make check VALGRIND=1      (each test under valgrind)
 #           make check CC=clang
@@ -42,7 +43,7 @@ TEST_UTIL := tests/testutil.c
 TESTS := $(patsubst tests/%.c,%,$(filter-out $(TEST_UTIL),$(wildcard tests/*.c)))
 TEST_BINS := $(TESTS:%=$(O)/tests/%)
 
-.PHONY: all check demo bench fuzz install uninstall clean
+.PHONY: all deps check demo bench fuzz install uninstall clean
 
 all: $(O)/libidr.so $(O)/libidr.a $(O)/idr.pc
 
@@ -67,6 +68,9 @@ $(O)/idr.pc: idr.pc.in Makefile | $(O)/obj
 
 $(O)/tests/%: tests/%.c $(TEST_UTIL) tests/testutil.h $(O)/libidr.a | $(O)/tests
 	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -Itests -o $@ $< $(TEST_UTIL) $(O)/libidr.a $(LDLIBS)
+
+deps:
+	@sh scripts/install-deps.sh
 
 check: $(TEST_BINS)
 	@O=$(O) VALGRIND=$(VALGRIND) sh tests/run-all.sh $(TESTS)

@@ -8,7 +8,7 @@ total_fail=0
 for t in "$@"; do
 	if [ -n "$VALGRIND" ]; then
 		out=$(IDR_TEST_QUICK=1 valgrind -q --error-exitcode=99 --leak-check=full \
-			--errors-for-leak-kinds=definite "$O/tests/$t" 2>&1)
+			--errors-for-leak-kinds=definite --show-leak-kinds=definite "$O/tests/$t" 2>&1)
 	else
 		out=$("$O/tests/$t" 2>&1)
 	fi

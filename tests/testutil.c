@@ -52,11 +52,14 @@ uint64_t tu_rand(uint64_t *s)
 
 static long calls, live, fail_at, fail_after;
 static _Thread_local bool fail_this_thread;
+static _Thread_local long thread_calls;
 
 static void *count_alloc(size_t size, void *ctx)
 {
 	(void)ctx;
 	long n = __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
+
+	thread_calls++;
 	long at = __atomic_load_n(&fail_at, __ATOMIC_RELAXED);
 	long after = __atomic_load_n(&fail_after, __ATOMIC_RELAXED);
 
@@ -84,6 +87,11 @@ long tu_live(void)
 long tu_calls(void)
 {
 	return __atomic_load_n(&calls, __ATOMIC_RELAXED);
+}
+
+long tu_thread_calls(void)
+{
+	return thread_calls;
 }
 
 void tu_fail_call(long k)

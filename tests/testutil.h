@@ -52,6 +52,7 @@ uint64_t tu_rand(uint64_t *state);
 /* ---- counting allocator: installed before every test, checked after. ---- */
 long tu_live(void);          /* blocks allocated and not yet freed */
 long tu_calls(void);         /* alloc calls so far (failed ones included) */
+long tu_thread_calls(void);  /* the same, made by this thread */
 void tu_fail_call(long k);   /* make the k-th alloc call from now fail; 0: none */
 void tu_fail_thread(bool on);/* fail every alloc call this thread makes */
 void tu_fail_from(long k);   /* fail the k-th call from now and all later */

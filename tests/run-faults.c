@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Allocation-failure injection: every operation that can allocate is run
+ * with its k-th allocator call failing, for every k up to the number of
+ * calls it makes.  Each failure must return -ENOMEM and leave the structure
+ * and the heap exactly as they were.
+ */
+#include <string.h>
+
+/* The compat case below uses the old API on purpose. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#include "testutil.h"
+
+static int obj;
+#define P ((void *)&obj)
+
+/* What the API shows of an idr, at a set of probe IDs. */
+struct snapshot {
+	void *found[16];
+	bool empty;
+	size_t mem;
+	unsigned cursor;
+};
+
+static const unsigned long probes[16] = {
+	0, 1, 2, 63, 64, 65, 4095, 4096, 1u << 20, (1u << 20) + 1,
+	INT_MAX - 1, INT_MAX, (unsigned long)INT_MAX + 1, UINT32_MAX - 1,
+	UINT32_MAX, 1000
+};
+
+static void snap(const struct idr *idr, struct snapshot *s)
+{
+	for (int i = 0; i < 16; i++)
+		s->found[i] = idr_find(idr, probes[i]);
+	s->empty = idr_is_empty(idr);
+	s->mem = idr_memory_usage(idr);
+	s->cursor = idr_get_cursor(idr);
+}
+
+static bool same(const struct snapshot *a, const struct snapshot *b)
+{
+	return !memcmp(a->found, b->found, sizeof(a->found)) &&
+	       a->empty == b->empty && a->mem == b->mem && a->cursor == b->cursor;
+}
+
+struct scenario {
+	int base;
+	void (*setup)(struct idr *idr);
+	int (*op)(struct idr *idr); /* < 0: errno */
+	int want;                   /* result once nothing fails */
+	int calls;                  /* allocator calls the op makes */
+};
+
+/* Run @s with call k failing for every k; returns how many k failed. */
+static int inject(const struct scenario *s)
+{
+	int failures = 0;
+
+	for (int k = 1;; k++) {
+		struct idr idr;
+		struct snapshot before, after;
+
+		idr_init_base(&idr, s->base);
+		if (s->setup)
+			s->setup(&idr);
+		snap(&idr, &before);
+		long live = tu_settled_live();
+		long calls = tu_calls();
+		tu_fail_call(k);
+		int ret = s->op(&idr);
+		tu_fail_call(0);
+		if (ret == -ENOMEM) {
+			snap(&idr, &after);
+			if (!same(&before, &after) || tu_settled_live() != live) {
+				fprintf(stderr, "    call %d: state changed\n", k);
+				idr_destroy(&idr);
+				return -1;
+			}
+			failures++;
+		} else {
+			long made = tu_calls() - calls;
+			idr_destroy(&idr);
+			if (ret != s->want || made != s->calls || k <= made)
+				fprintf(stderr, "    k=%d: ret %d (want %d), %ld calls (want %d)\n",
+					k, ret, s->want, made, s->calls);
+			return ret == s->want && made == s->calls && k > made ?
+				       failures : -1;
+		}
+		idr_destroy(&idr);
+	}
+}
+
+static void fill_leaf(struct idr *idr)
+{
+	for (int i = 0; i < 64; i++)
+		idr_alloc(idr, P, 0, 0, IDR_GFP_KERNEL);
+}
+
+static void one_id(struct idr *idr)
+{
+	idr_alloc(idr, P, 0, 0, IDR_GFP_KERNEL);
+}
+
+static void spread(struct idr *idr)
+{
+	static const int ids[] = { 0, 5000, 300000, 1 << 24 };
+
+	for (int i = 0; i < 4; i++)
+		idr_alloc(idr, P, ids[i], 0, IDR_GFP_KERNEL);
+	idr_set_cursor(idr, 1 << 24);
+}
+
+static int alloc_low(struct idr *idr)
+{
+	return idr_alloc(idr, P, 0, 0, IDR_GFP_KERNEL);
+}
+
+static int alloc_far(struct idr *idr)
+{
+	return idr_alloc(idr, P, 1 << 20, 0, IDR_GFP_KERNEL);
+}
+
+static int alloc_null_far(struct idr *idr)
+{
+	return idr_alloc(idr, NULL, INT_MAX, 0, IDR_GFP_NOWAIT);
+}
+
+static int alloc_u32_top(struct idr *idr)
+{
+	uint32_t id = UINT32_MAX;
+	int err = idr_alloc_u32(idr, P, &id, UINT32_MAX, IDR_GFP_KERNEL);
+
+	return err ? err : id == UINT32_MAX ? 1 : -1;
+}
+
+static int alloc_cyclic_wrap(struct idr *idr)
+{
+	/* the cursor sits on 1 << 24, which is taken: wraps to 1 << 23 */
+	return idr_alloc_cyclic(idr, P, 1 << 23, (1 << 24) + 1, IDR_GFP_KERNEL);
+}
+
+TEST(every_allocation_failure_leaves_idr_unchanged)
+{
+	const struct scenario s[] = {
+		{ 0, NULL, alloc_low, 0, 1 },
+		{ 0, fill_leaf, alloc_low, 64, 2 },
+		{ 0, one_id, alloc_far, 1 << 20, 6 },
+		{ 0, one_id, alloc_null_far, INT_MAX, 10 },
+		{ 0, one_id, alloc_u32_top, 1, 10 },
+		{ 0, spread, alloc_far, (1 << 20), 3 },
+		{ 0, spread, alloc_cyclic_wrap, 1 << 23, 3 },
+		{ 1, NULL, alloc_far, 1 << 20, 4 },
+		{ 1, one_id, alloc_u32_top, 1, 10 },
+	};
+	int points = 0;
+
+	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
+		int n = inject(&s[i]);
+		if (n != s[i].calls)
+			fprintf(stderr, "    scenario %zu: %d failure points\n", i, n);
+		CHECK_EQ(n, s[i].calls);
+		points += n;
+	}
+	CHECK(points >= 40);
+}
+
+TEST(removal_never_allocates)
+{
+	struct idr idr;
+
+	idr_init(&idr);
+	spread(&idr);
+	tu_fail_thread(true);
+	CHECK(idr_remove(&idr, 300000) == P);
+	CHECK(idr_replace(&idr, NULL, 5000) == P);
+	CHECK(idr_remove(&idr, 5000) == NULL);
+	CHECK(idr_find(&idr, 1 << 24) == P);
+	tu_fail_thread(false);
+	idr_destroy(&idr);
+}
+
+static int ida_far(struct ida *ida)
+{
+	return ida_alloc_min(ida, 1u << 25, IDR_GFP_KERNEL);
+}
+
+TEST(every_ida_allocation_failure_leaves_ida_unchanged)
+{
+	int failures = 0;
+
+	for (int k = 1;; k++) {
+		struct ida ida;
+
+		ida_init(&ida);
+		CHECK_EQ(ida_alloc(&ida, IDR_GFP_KERNEL), 0);
+		size_t mem = ida_memory_usage(&ida);
+		long live = tu_settled_live();
+		tu_fail_call(k);
+		int ret = ida_far(&ida);
+		tu_fail_call(0);
+		if (ret == -ENOMEM) {
+			CHECK_EQ(ida_memory_usage(&ida), mem);
+			CHECK_EQ(tu_settled_live(), live);
+			CHECK(!ida_exists(&ida, 1u << 25));
+			CHECK(ida_exists(&ida, 0));
+			CHECK_EQ(ida_alloc_min(&ida, 1, IDR_GFP_KERNEL), 1);
+			failures++;
+			ida_destroy(&ida);
+			continue;
+		}
+		CHECK_EQ(ret, 1 << 25);
+		ida_destroy(&ida);
+		break;
+	}
+	/* the bitmap, then 2 new levels (height 1 -> 3: chunk 32768) and
+	 * a 2-node path */
+	CHECK_EQ(failures, 5);
+}
+
+TEST(compat_pre_get_failure_is_reported_and_harmless)
+{
+	struct idr idr;
+	int id = -1;
+
+	idr_init(&idr);
+	tu_fail_call(1);
+	CHECK_EQ(idr_pre_get(&idr, IDR_GFP_KERNEL), 0);
+	CHECK_EQ(idr_get_new(&idr, P, &id), -EAGAIN);
+	CHECK_EQ(id, -1);
+	CHECK(idr_is_empty(&idr));
+	CHECK_EQ(idr_pre_get(&idr, IDR_GFP_KERNEL), 1);
+	CHECK_EQ(idr_get_new(&idr, P, &id), 0);
+	CHECK_EQ(id, 0);
+	idr_destroy(&idr);
+}
