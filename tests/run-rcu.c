@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Lockless readers against a writer.  Every object records the ID it was
+ * stored under; a reader that ever sees an object under another ID, or a
+ * freed one (ASan), has caught a broken publish or an early free.  Objects
+ * and nodes are both freed only after a grace period.
+ *
+ * Not run under ThreadSanitizer: TSan cannot see liburcu's grace periods
+ * (they are built from membarrier and uninstrumented atomics), so it would
+ * report the RCU-protected frees as races.  run-threads covers the writer
+ * lock under TSan.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <urcu-bp.h>
+#include <urcu/call-rcu.h>
+
+#include "testutil.h"
+
+#define SPACE 1000000
+
+static int anchor;
+#define P_OBJ ((void *)&anchor)
+
+struct obj {
+	unsigned long id;
+	unsigned long magic;
+	struct rcu_head rcu;
+};
+
+#define MAGIC 0x1d1d1d1dUL
+
+static void free_obj(struct rcu_head *head)
+{
+	struct obj *o = caa_container_of(head, struct obj, rcu);
+
+	o->magic = 0;
+	free(o);
+}
+
+static struct obj *new_obj(unsigned long id)
+{
+	struct obj *o = malloc(sizeof(*o));
+
+	if (!o)
+		abort();
+	o->id = id;
+	o->magic = MAGIC;
+	return o;
+}
+
+struct shared {
+	struct idr idr;
+	volatile int stop;
+	long bad, reads, hits;
+	bool seed_writers; /* writers use the seed pattern under idr_lock */
+};
+
+static bool valid(const struct obj *o, unsigned long id)
+{
+	return o->magic == MAGIC && o->id == id;
+}
+
+static void *reader(void *arg)
+{
+	struct shared *s = arg;
+	uint64_t rng = (uint64_t)(uintptr_t)&rng | 1;
+	long bad = 0, reads = 0, hits = 0;
+
+	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
+		idr_rcu_read_lock();
+		for (int i = 0; i < 64; i++) {
+			unsigned long id = tu_rand(&rng) % SPACE;
+			struct obj *o = idr_find(&s->idr, id);
+			if (o) {
+				hits++;
+				bad += !valid(o, id);
+			}
+			int next = (int)id;
+			o = idr_get_next(&s->idr, &next);
+			if (o)
+				bad += !valid(o, (unsigned long)next) ||
+				       next < (int)id;
+			reads += 2;
+		}
+		idr_rcu_read_unlock();
+	}
+	__atomic_add_fetch(&s->bad, bad, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->reads, reads, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->hits, hits, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static void retire(struct obj *o)
+{
+	if (o)
+		call_rcu(&o->rcu, free_obj);
+}
+
+/* Random alloc / replace / remove over the whole space; every so often the
+ * tree is emptied so its height collapses and regrows. */
+static long churn(struct shared *s, long ops, uint64_t seed)
+{
+	uint64_t rng = seed;
+	long errors = 0;
+
+	for (long i = 0; i < ops; i++) {
+		unsigned long id = tu_rand(&rng) % SPACE;
+		unsigned r = (unsigned)(tu_rand(&rng) % 10);
+
+		if (i % 50000 == 49999) {
+			struct obj *o;
+			int k;
+			idr_lock(&s->idr);
+			idr_for_each_entry(&s->idr, o, k)
+				retire(idr_remove(&s->idr, (unsigned)k));
+			errors += !idr_is_empty(&s->idr);
+			idr_unlock(&s->idr);
+			continue;
+		}
+		idr_preload(IDR_GFP_KERNEL);
+		idr_lock(&s->idr);
+		if (r < 5) {
+			/* reserve, then publish: readers never see the object
+			 * before its ID is in it */
+			int got = idr_alloc(&s->idr, NULL, (int)id, SPACE, IDR_GFP_NOWAIT);
+			if (got >= 0)
+				errors += idr_replace(&s->idr, new_obj((unsigned)got),
+						      (unsigned)got) != NULL;
+			else
+				errors += got != -ENOSPC;
+		} else if (r < 7) {
+			struct obj *old = idr_find(&s->idr, id);
+			if (old) {
+				void *was = idr_replace(&s->idr, new_obj(id), id);
+				errors += was != old;
+				retire(old);
+			}
+		} else {
+			retire(idr_remove(&s->idr, id));
+		}
+		idr_unlock(&s->idr);
+		idr_preload_end();
+	}
+	return errors;
+}
+
+static void drain(struct shared *s)
+{
+	struct obj *o;
+	int k;
+
+	idr_for_each_entry(&s->idr, o, k)
+		retire(o);
+	idr_destroy(&s->idr);
+	idr_rcu_barrier();
+}
+
+TEST(readers_see_only_stored_values_while_writer_churns)
+{
+	struct shared s = { .stop = 0 };
+	pthread_t r[2];
+
+	idr_init(&s.idr);
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(pthread_create(&r[i], NULL, reader, &s), 0);
+	long errors = churn(&s, tu_scale(400000), 42);
+	s.stop = 1;
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(pthread_join(r[i], NULL), 0);
+	drain(&s);
+	CHECK_EQ(errors, 0);
+	CHECK_EQ(s.bad, 0);
+	CHECK(s.reads > 0);
+	CHECK(s.hits > 0); /* the readers did meet live objects */
+}
+
+static void *seed_writer(void *arg)
+{
+	struct shared *s = arg;
+	long errors = 0;
+
+	for (int i = 0; i < tu_scale(50000); i++) {
+		idr_preload(IDR_GFP_KERNEL);
+		idr_lock(&s->idr);
+		tu_fail_thread(true);
+		int id = idr_alloc(&s->idr, NULL, 0, SPACE, IDR_GFP_NOWAIT);
+		if (id >= 0)
+			idr_replace(&s->idr, new_obj((unsigned)id), (unsigned)id);
+		else
+			errors++;
+		if (i % 2)
+			retire(idr_remove(&s->idr, (unsigned long)(i * 7919 % (id + 1))));
+		tu_fail_thread(false);
+		idr_unlock(&s->idr);
+		idr_preload_end();
+	}
+	return (void *)(intptr_t)errors;
+}
+
+TEST(seed_pattern_with_lockless_readers)
+{
+	struct shared s = { .stop = 0 };
+	pthread_t r[2], w[2];
+
+	idr_init(&s.idr);
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(pthread_create(&r[i], NULL, reader, &s), 0);
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(pthread_create(&w[i], NULL, seed_writer, &s), 0);
+	long errors = 0;
+	for (int i = 0; i < 2; i++) {
+		void *ret;
+		CHECK_EQ(pthread_join(w[i], &ret), 0);
+		errors += (intptr_t)ret;
+	}
+	s.stop = 1;
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(pthread_join(r[i], NULL), 0);
+	drain(&s);
+	CHECK_EQ(errors, 0); /* no -ENOMEM with every locked allocation failing */
+	CHECK_EQ(s.bad, 0);
+}
+
+TEST(removed_nodes_wait_for_readers)
+{
+	struct idr idr;
+
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc(&idr, P_OBJ, 100000, 0, IDR_GFP_KERNEL), 100000);
+	idr_preload_drain();
+	long live = tu_live();
+	idr_rcu_read_lock();
+	void *seen = idr_find(&idr, 100000);
+	CHECK(idr_remove(&idr, 100000) == seen);
+	/* the path is unlinked but must not be freed inside our section */
+	CHECK_EQ(idr_memory_usage(&idr), 0);
+	CHECK_EQ(tu_live(), live);
+	idr_rcu_read_unlock();
+	idr_rcu_barrier();
+	CHECK_EQ(tu_live(), live - 3); /* height 3: three nodes */
+}

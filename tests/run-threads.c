@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Several writers sharing one idr through idr_lock(), and several threads
+ * sharing one ida (which locks itself).  An ID must never be handed to two
+ * holders at once, and the final contents must be exactly the union of what
+ * each thread kept.  Runs under ThreadSanitizer too (no RCU readers here).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "testutil.h"
+
+#define THREADS 4
+#define SPACE 4096 /* small, so IDs are reused all the time */
+
+static int owner[SPACE * 2]; /* 0 = free, else thread + 1 */
+
+struct writer {
+	struct idr *idr;
+	struct ida *ida;
+	int tag;
+	long iters, dup, errors;
+	int held[SPACE];
+	int nheld;
+};
+
+static void *tag_ptr(int tag, int id)
+{
+	return (void *)(uintptr_t)(((uintptr_t)id << 4) | (unsigned)tag << 1 | 1);
+}
+
+static void take(struct writer *w, int id)
+{
+	if (__atomic_exchange_n(&owner[id], w->tag + 1, __ATOMIC_RELAXED))
+		w->dup++;
+	w->held[w->nheld++] = id;
+}
+
+static int give_back(struct writer *w, uint64_t *rng)
+{
+	int k = (int)(tu_rand(rng) % (uint64_t)w->nheld);
+	int id = w->held[k];
+
+	w->held[k] = w->held[--w->nheld];
+	__atomic_store_n(&owner[id], 0, __ATOMIC_RELAXED);
+	return id;
+}
+
+static void *idr_writer(void *arg)
+{
+	struct writer *w = arg;
+	uint64_t rng = (uint64_t)w->tag * 7777 + 1;
+
+	for (long i = 0; i < w->iters; i++) {
+		if (w->nheld && (w->nheld >= SPACE / THREADS || tu_rand(&rng) % 2)) {
+			int id = give_back(w, &rng);
+			idr_lock(w->idr);
+			/* the owner is cleared first: the ID may be reissued as
+			 * soon as the lock drops */
+			if (idr_remove(w->idr, (unsigned)id) != tag_ptr(w->tag, id))
+				w->errors++;
+			idr_unlock(w->idr);
+			continue;
+		}
+		idr_preload(IDR_GFP_KERNEL);
+		idr_lock(w->idr);
+		int id = idr_alloc(w->idr, NULL, 0, SPACE, IDR_GFP_NOWAIT);
+		if (id >= 0) {
+			take(w, id);
+			idr_replace(w->idr, tag_ptr(w->tag, id), (unsigned)id);
+		} else {
+			w->errors++;
+		}
+		idr_unlock(w->idr);
+		idr_preload_end();
+	}
+	return NULL;
+}
+
+TEST(writers_with_idr_lock_never_share_an_id)
+{
+	static struct writer w[THREADS];
+	pthread_t t[THREADS];
+	struct idr idr;
+
+	idr_init(&idr);
+	for (int i = 0; i < THREADS; i++) {
+		w[i] = (struct writer){ .idr = &idr, .tag = i, .iters = tu_scale(200000) };
+		CHECK_EQ(pthread_create(&t[i], NULL, idr_writer, &w[i]), 0);
+	}
+	for (int i = 0; i < THREADS; i++)
+		CHECK_EQ(pthread_join(t[i], NULL), 0);
+	long total = 0;
+	for (int i = 0; i < THREADS; i++) {
+		CHECK_EQ(w[i].dup, 0);
+		CHECK_EQ(w[i].errors, 0);
+		for (int k = 0; k < w[i].nheld; k++)
+			CHECK(idr_find(&idr, (unsigned)w[i].held[k]) ==
+			      tag_ptr(i, w[i].held[k]));
+		total += w[i].nheld;
+	}
+	void *p;
+	int id;
+	long seen = 0;
+	idr_for_each_entry(&idr, p, id)
+		seen++;
+	CHECK_EQ(seen, total);
+	for (id = 0; id < SPACE; id++)
+		owner[id] = 0;
+	idr_destroy(&idr);
+}
+
+static void *ida_user(void *arg)
+{
+	struct writer *w = arg;
+	uint64_t rng = (uint64_t)w->tag * 31 + 5;
+
+	for (long i = 0; i < w->iters; i++) {
+		if (w->nheld && (w->nheld >= SPACE / THREADS || tu_rand(&rng) % 2)) {
+			ida_free(w->ida, (unsigned)give_back(w, &rng));
+			continue;
+		}
+		int id = ida_alloc_range(w->ida, 0, SPACE * 2 - 1, IDR_GFP_KERNEL);
+		if (id >= 0)
+			take(w, id);
+		else
+			w->errors++;
+	}
+	return NULL;
+}
+
+TEST(ida_is_safe_without_caller_locking)
+{
+	static struct writer w[THREADS];
+	pthread_t t[THREADS];
+	struct ida ida;
+
+	ida_init(&ida);
+	for (int i = 0; i < THREADS; i++) {
+		w[i] = (struct writer){ .ida = &ida, .tag = i, .iters = tu_scale(200000) };
+		CHECK_EQ(pthread_create(&t[i], NULL, ida_user, &w[i]), 0);
+	}
+	for (int i = 0; i < THREADS; i++)
+		CHECK_EQ(pthread_join(t[i], NULL), 0);
+	long total = 0;
+	for (int i = 0; i < THREADS; i++) {
+		CHECK_EQ(w[i].dup, 0);
+		CHECK_EQ(w[i].errors, 0);
+		for (int k = 0; k < w[i].nheld; k++)
+			CHECK(ida_exists(&ida, (unsigned)w[i].held[k]));
+		total += w[i].nheld;
+	}
+	long seen = 0;
+	for (unsigned id = 0; id < SPACE * 2; id++)
+		seen += ida_exists(&ida, id);
+	CHECK_EQ(seen, total);
+	CHECK_EQ(tu_diag_count(), 0);
+	for (int id = 0; id < SPACE * 2; id++)
+		owner[id] = 0;
+	ida_destroy(&ida);
+	CHECK(ida_is_empty(&ida));
+}
