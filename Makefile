@@ -40,7 +40,7 @@ OBJS := $(SRCS:src/%.c=$(O)/obj/%.o)
 
 # Tests link the static library so sanitizer and valgrind runs see one image.
 TEST_UTIL := tests/testutil.c
-TESTS := $(patsubst tests/%.c,%,$(filter-out $(TEST_UTIL),$(wildcard tests/*.c)))
+TESTS ?= $(patsubst tests/%.c,%,$(filter-out $(TEST_UTIL),$(wildcard tests/*.c)))
 TEST_BINS := $(TESTS:%=$(O)/tests/%)
 
 .PHONY: all deps check demo bench fuzz install uninstall clean

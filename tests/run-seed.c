@@ -77,7 +77,7 @@ TEST(seed_pattern_never_fails_under_lock_held_faults)
 	pthread_t t[THREADS];
 	long iters = tu_scale(100000), total = 0;
 
-	idr_init(&idr);
+	idr_init_flags(&idr, 0, tu_tsan() ? IDR_F_NO_RCU : 0);
 	for (int i = 0; i < THREADS; i++) {
 		w[i] = (struct worker){ .idr = &idr, .iters = iters, .tag = (unsigned)i };
 		w[i].live = malloc(sizeof(int) * (size_t)iters);

@@ -83,7 +83,7 @@ TEST(writers_with_idr_lock_never_share_an_id)
 	pthread_t t[THREADS];
 	struct idr idr;
 
-	idr_init(&idr);
+	idr_init_flags(&idr, 0, tu_tsan() ? IDR_F_NO_RCU : 0);
 	for (int i = 0; i < THREADS; i++) {
 		w[i] = (struct writer){ .idr = &idr, .tag = i, .iters = tu_scale(200000) };
 		CHECK_EQ(pthread_create(&t[i], NULL, idr_writer, &w[i]), 0);

@@ -45,6 +45,9 @@ bool tu_failed(void); /* has the running test failed yet? */
 
 /* Iteration counts shrink under valgrind (IDR_TEST_QUICK=1). */
 long tu_scale(long n);
+/* Under ThreadSanitizer (IDR_TEST_TSAN=1) liburcu's uninstrumented grace
+ * periods are kept out of the picture. */
+bool tu_tsan(void);
 
 /* Deterministic PRNG (xorshift64*). */
 uint64_t tu_rand(uint64_t *state);
