@@ -73,6 +73,7 @@ deps:
 	@sh scripts/install-deps.sh
 
 check: $(TEST_BINS)
+	@if command -v c++ >/dev/null; then c++ -fsyntax-only -Wall -Wextra -Werror -x c++ include/idr.h || exit 1; fi
 	@O=$(O) VALGRIND=$(VALGRIND) sh tests/run-all.sh $(TESTS)
 
 $(O)/examples/%: examples/%.c $(O)/libidr.a | $(O)/examples
@@ -80,6 +81,12 @@ $(O)/examples/%: examples/%.c $(O)/libidr.a | $(O)/examples
 
 demo: $(O)/examples/demo
 	$(O)/examples/demo
+
+$(O)/bench/%: bench/%.c $(O)/libidr.a | $(O)/bench
+	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $< $(O)/libidr.a $(LDLIBS)
+
+bench: $(O)/bench/read_scaling
+	$(O)/bench/read_scaling
 
 install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PKGDIR) $(DESTDIR)$(MANDIR)/man3
