@@ -11,6 +11,7 @@
  * lock under TSan.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <urcu-bp.h>
 #include <urcu/call-rcu.h>
@@ -52,6 +53,7 @@ static struct obj *new_obj(unsigned long id)
 struct shared {
 	struct idr idr;
 	volatile int stop;
+	int started; /* readers running: the writer waits for them */
 	long bad, reads, hits;
 	bool seed_writers; /* writers use the seed pattern under idr_lock */
 };
@@ -67,7 +69,8 @@ static void *reader(void *arg)
 	uint64_t rng = (uint64_t)(uintptr_t)&rng | 1;
 	long bad = 0, reads = 0, hits = 0;
 
-	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
+	__atomic_add_fetch(&s->started, 1, __ATOMIC_RELAXED);
+	do {
 		idr_rcu_read_lock();
 		for (int i = 0; i < 64; i++) {
 			unsigned long id = tu_rand(&rng) % SPACE;
@@ -78,13 +81,15 @@ static void *reader(void *arg)
 			}
 			int next = (int)id;
 			o = idr_get_next(&s->idr, &next);
-			if (o)
+			if (o) {
+				hits++;
 				bad += !valid(o, (unsigned long)next) ||
 				       next < (int)id;
+			}
 			reads += 2;
 		}
 		idr_rcu_read_unlock();
-	}
+	} while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED));
 	__atomic_add_fetch(&s->bad, bad, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&s->reads, reads, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&s->hits, hits, __ATOMIC_RELAXED);
@@ -145,6 +150,12 @@ static long churn(struct shared *s, long ops, uint64_t seed)
 	return errors;
 }
 
+static void wait_for_readers(struct shared *s, int n)
+{
+	while (__atomic_load_n(&s->started, __ATOMIC_RELAXED) < n)
+		sched_yield();
+}
+
 static void drain(struct shared *s)
 {
 	struct obj *o;
@@ -164,6 +175,7 @@ TEST(readers_see_only_stored_values_while_writer_churns)
 	idr_init(&s.idr);
 	for (int i = 0; i < 2; i++)
 		CHECK_EQ(pthread_create(&r[i], NULL, reader, &s), 0);
+	wait_for_readers(&s, 2);
 	long errors = churn(&s, tu_scale(400000), 42);
 	s.stop = 1;
 	for (int i = 0; i < 2; i++)
@@ -206,6 +218,7 @@ TEST(seed_pattern_with_lockless_readers)
 	idr_init(&s.idr);
 	for (int i = 0; i < 2; i++)
 		CHECK_EQ(pthread_create(&r[i], NULL, reader, &s), 0);
+	wait_for_readers(&s, 2);
 	for (int i = 0; i < 2; i++)
 		CHECK_EQ(pthread_create(&w[i], NULL, seed_writer, &s), 0);
 	long errors = 0;
