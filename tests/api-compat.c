@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* The deprecated API: old semantics, and the failure the new API removes. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#include <pthread.h>
+
+#include "testutil.h"
+
+static int obj;
+#define P ((void *)&obj)
+
+TEST(get_new_hands_out_lowest_ids)
+{
+	struct idr idr;
+	int id;
+
+	idr_init(&idr);
+	CHECK_EQ(idr_get_new(&idr, P, &id), -EAGAIN); /* no reserve yet */
+	CHECK_EQ(idr_pre_get(&idr, IDR_GFP_KERNEL), 1);
+	for (int i = 0; i < 100; i++) {
+		CHECK_EQ(idr_get_new(&idr, P, &id), 0);
+		CHECK_EQ(id, i);
+		CHECK_EQ(idr_pre_get(&idr, IDR_GFP_KERNEL), 1);
+	}
+	idr_remove(&idr, 7);
+	CHECK_EQ(idr_get_new(&idr, P, &id), 0);
+	CHECK_EQ(id, 7);
+	CHECK_EQ(idr_get_new_above(&idr, P, 50, &id), 0);
+	CHECK_EQ(id, 100);
+	CHECK_EQ(idr_get_new_above(&idr, P, 1000, &id), 0);
+	CHECK_EQ(id, 1000);
+	CHECK_EQ(idr_get_new_above(&idr, P, -1, &id), -EINVAL);
+	CHECK_EQ(idr_get_new_above(&idr, P, INT_MAX, &id), 0);
+	CHECK_EQ(id, INT_MAX);
+	CHECK_EQ(idr_get_new_above(&idr, P, INT_MAX, &id), -ENOSPC);
+	idr_destroy(&idr); /* frees the reserve too */
+}
+
+/* The old API's flaw: the reserve is the idr's, so a thread that did its
+ * idr_pre_get() can find it drained by another thread's insertion. */
+TEST(shared_reserve_can_fail_a_caller_that_preloaded_new_api_cannot)
+{
+	struct idr idr;
+	int id;
+
+	idr_init(&idr);
+	CHECK_EQ(idr_pre_get(&idr, IDR_GFP_KERNEL), 1);   /* thread A */
+	tu_fail_thread(true);                             /* memory is tight */
+	CHECK_EQ(idr_pre_get(&idr, IDR_GFP_KERNEL), 1);   /* thread B: already full */
+	CHECK_EQ(idr_get_new_above(&idr, P, 1 << 30, &id), 0); /* B takes 6 */
+	CHECK_EQ(idr_get_new_above(&idr, P, 1 << 24, &id), -EAGAIN); /* A fails */
+	tu_fail_thread(false);
+	idr_destroy(&idr);
+
+	/* The same two steps with per-thread preload: neither can fail. */
+	idr_init(&idr);
+	idr_preload(IDR_GFP_KERNEL);
+	tu_fail_thread(true);
+	CHECK_EQ(idr_alloc(&idr, P, 1 << 30, 0, IDR_GFP_NOWAIT), 1 << 30);
+	tu_fail_thread(false);
+	idr_preload_end();
+	idr_preload(IDR_GFP_KERNEL);
+	tu_fail_thread(true);
+	CHECK_EQ(idr_alloc(&idr, P, 1 << 24, 0, IDR_GFP_NOWAIT), 1 << 24);
+	tu_fail_thread(false);
+	idr_preload_end();
+	idr_destroy(&idr);
+}
