@@ -42,6 +42,7 @@ OBJS := $(SRCS:src/%.c=$(O)/obj/%.o)
 TEST_UTIL := tests/testutil.c
 TESTS ?= $(patsubst tests/%.c,%,$(filter-out $(TEST_UTIL),$(wildcard tests/*.c)))
 TEST_BINS := $(TESTS:%=$(O)/tests/%)
+TESTS += $(if $(filter command line,$(origin TESTS)),,compile-deprecated)
 
 .PHONY: all deps check demo bench fuzz install uninstall clean
 
@@ -73,13 +74,12 @@ deps:
 	@sh scripts/install-deps.sh
 
 check: $(TEST_BINS)
-	@if command -v c++ >/dev/null; then c++ -fsyntax-only -Wall -Wextra -Werror -x c++ include/idr.h || exit 1; fi
 	@O=$(O) VALGRIND=$(VALGRIND) sh tests/run-all.sh $(TESTS)
 
 $(O)/examples/%: examples/%.c $(O)/libidr.a | $(O)/examples
 	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $< $(O)/libidr.a $(LDLIBS)
 
-demo: $(O)/examples/demo
+demo: $(O)/examples/demo $(O)/examples/migrate
 	$(O)/examples/demo
 
 $(O)/bench/%: bench/%.c $(O)/libidr.a | $(O)/bench

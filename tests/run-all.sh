@@ -6,7 +6,9 @@ O=${O:-build}
 total_pass=0
 total_fail=0
 for t in "$@"; do
-	if [ -n "$VALGRIND" ]; then
+	if [ -f "tests/$t.sh" ]; then
+		out=$(sh "tests/$t.sh" 2>&1)
+	elif [ -n "$VALGRIND" ]; then
 		out=$(IDR_TEST_QUICK=1 valgrind -q --error-exitcode=99 --leak-check=full \
 			--errors-for-leak-kinds=definite --show-leak-kinds=definite "$O/tests/$t" 2>&1)
 	else
