@@ -77,23 +77,35 @@ static void *idr_writer(void *arg)
 	return NULL;
 }
 
+/* Run @fn on every writer in its own thread; false if a thread failed to
+ * start or join, or handed out an ID twice or met an error. */
+static bool run_writers(struct writer *w, struct idr *idr, struct ida *ida,
+			void *(*fn)(void *))
+{
+	pthread_t t[THREADS];
+	bool ok = true;
+
+	for (int i = 0; i < THREADS; i++) {
+		w[i] = (struct writer){ .idr = idr, .ida = ida, .tag = i,
+					.iters = tu_scale(200000) };
+		ok &= pthread_create(&t[i], NULL, fn, &w[i]) == 0;
+	}
+	for (int i = 0; i < THREADS; i++)
+		ok &= pthread_join(t[i], NULL) == 0;
+	for (int i = 0; i < THREADS; i++)
+		ok &= w[i].dup == 0 && w[i].errors == 0;
+	return ok;
+}
+
 TEST(writers_with_idr_lock_never_share_an_id)
 {
 	static struct writer w[THREADS];
-	pthread_t t[THREADS];
 	struct idr idr;
 
 	idr_init_flags(&idr, 0, tu_tsan() ? IDR_F_NO_RCU : 0);
-	for (int i = 0; i < THREADS; i++) {
-		w[i] = (struct writer){ .idr = &idr, .tag = i, .iters = tu_scale(200000) };
-		CHECK_EQ(pthread_create(&t[i], NULL, idr_writer, &w[i]), 0);
-	}
-	for (int i = 0; i < THREADS; i++)
-		CHECK_EQ(pthread_join(t[i], NULL), 0);
+	CHECK(run_writers(w, &idr, NULL, idr_writer));
 	long total = 0;
 	for (int i = 0; i < THREADS; i++) {
-		CHECK_EQ(w[i].dup, 0);
-		CHECK_EQ(w[i].errors, 0);
 		for (int k = 0; k < w[i].nheld; k++)
 			CHECK(idr_find(&idr, (unsigned)w[i].held[k]) ==
 			      tag_ptr(i, w[i].held[k]));
@@ -132,20 +144,12 @@ static void *ida_user(void *arg)
 TEST(ida_is_safe_without_caller_locking)
 {
 	static struct writer w[THREADS];
-	pthread_t t[THREADS];
 	struct ida ida;
 
 	ida_init(&ida);
-	for (int i = 0; i < THREADS; i++) {
-		w[i] = (struct writer){ .ida = &ida, .tag = i, .iters = tu_scale(200000) };
-		CHECK_EQ(pthread_create(&t[i], NULL, ida_user, &w[i]), 0);
-	}
-	for (int i = 0; i < THREADS; i++)
-		CHECK_EQ(pthread_join(t[i], NULL), 0);
+	CHECK(run_writers(w, NULL, &ida, ida_user));
 	long total = 0;
 	for (int i = 0; i < THREADS; i++) {
-		CHECK_EQ(w[i].dup, 0);
-		CHECK_EQ(w[i].errors, 0);
 		for (int k = 0; k < w[i].nheld; k++)
 			CHECK(ida_exists(&ida, (unsigned)w[i].held[k]));
 		total += w[i].nheld;
