@@ -96,11 +96,15 @@ install: all
 	ln -sf libidr.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libidr.so
 	install -m 644 $(O)/libidr.a $(DESTDIR)$(LIBDIR)/
 	install -m 644 $(O)/idr.pc $(DESTDIR)$(PKGDIR)/idr.pc
-	for m in man/*.3; do [ -e "$$m" ] && install -m 644 $$m $(DESTDIR)$(MANDIR)/man3/ || true; done
+	for m in man/*.3; do install -m 644 $$m $(DESTDIR)$(MANDIR)/man3/; \
+	  page=$$(basename $$m .3); \
+	  for f in $$(sed -n 's/^\.B [^(]*[ *]\([a-z_0-9]*\)(.*/\1/p' $$m); do \
+	    [ "$$f" = "$$page" ] || echo ".so man3/$$page.3" > $(DESTDIR)$(MANDIR)/man3/$$f.3; \
+	  done; done
 
 uninstall:
 	rm -f $(DESTDIR)$(INCDIR)/idr.h $(DESTDIR)$(LIBDIR)/libidr.* $(DESTDIR)$(PKGDIR)/idr.pc
-	for m in man/*.3; do rm -f $(DESTDIR)$(MANDIR)/man3/$$(basename $$m); done
+	rm -f $(DESTDIR)$(MANDIR)/man3/idr_*.3 $(DESTDIR)$(MANDIR)/man3/ida_*.3
 
 clean:
 	rm -rf build $(O)
