@@ -3,7 +3,6 @@
 #   make check           build and run every test; ends with "N passed, N failed"
 #   make demo            build and run examples/demo
 #   make bench           build and run the benchmark (bench/README.md)
-#   make fuzz            libFuzzer harness for FUZZ_SECONDS (clang)
 #   make install         PREFIX=/usr/local DESTDIR=
 #   make clean
 #   make deps            install the Debian packages the build needs
@@ -42,9 +41,10 @@ OBJS := $(SRCS:src/%.c=$(O)/obj/%.o)
 TEST_UTIL := tests/testutil.c
 TESTS ?= $(patsubst tests/%.c,%,$(filter-out $(TEST_UTIL),$(wildcard tests/*.c)))
 TEST_BINS := $(TESTS:%=$(O)/tests/%)
-TESTS += $(if $(filter command line,$(origin TESTS)),,compile-deprecated)
+# A TESTS= given on the command line overrides this too.
+TESTS += compile-deprecated
 
-.PHONY: all deps check demo bench fuzz install uninstall clean
+.PHONY: all deps check demo bench install uninstall clean
 
 all: $(O)/libidr.so $(O)/libidr.a $(O)/idr.pc
 
@@ -76,14 +76,17 @@ deps:
 check: $(TEST_BINS)
 	@O=$(O) VALGRIND=$(VALGRIND) sh tests/run-all.sh $(TESTS)
 
+# Examples and benchmarks: one program per source, linked statically.
+LINK_PROG = $(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $< $(O)/libidr.a $(LDLIBS)
+
 $(O)/examples/%: examples/%.c $(O)/libidr.a | $(O)/examples
-	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $< $(O)/libidr.a $(LDLIBS)
+	$(LINK_PROG)
 
 demo: $(O)/examples/demo $(O)/examples/migrate
 	$(O)/examples/demo
 
 $(O)/bench/%: bench/%.c $(O)/libidr.a | $(O)/bench
-	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $< $(O)/libidr.a $(LDLIBS)
+	$(LINK_PROG)
 
 bench: $(O)/bench/read_scaling
 	$(O)/bench/read_scaling

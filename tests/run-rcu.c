@@ -55,7 +55,6 @@ struct shared {
 	volatile int stop;
 	int started; /* readers running: the writer waits for them */
 	long bad, reads, hits;
-	bool seed_writers; /* writers use the seed pattern under idr_lock */
 };
 
 static bool valid(const struct obj *o, unsigned long id)

@@ -22,11 +22,6 @@ struct worker {
 	unsigned tag;
 };
 
-static void *encode(unsigned tag, int id)
-{
-	return (void *)(uintptr_t)(((uintptr_t)id << 8) | (tag << 1) | 1);
-}
-
 static void *seed_worker(void *arg)
 {
 	struct worker *w = arg;
@@ -38,14 +33,14 @@ static void *seed_worker(void *arg)
 		long calls = tu_thread_calls();
 		/* a placeholder that is replaced below once the ID is known */
 		int id = idr_alloc(w->idr, NULL, 0, 0, IDR_GFP_NOWAIT);
-		if (id >= 0 && idr_replace(w->idr, encode(w->tag, id), (unsigned)id))
+		if (id >= 0 && idr_replace(w->idr, tu_tag_ptr(w->tag, (unsigned)id), (unsigned)id))
 			w->dup++; /* the slot must have held our NULL */
 		int drop = -1;
 		if (i % 3 == 2 && w->nlive) {
 			long k = (long)(((uint64_t)i * 2654435761u) % (uint64_t)w->nlive);
 			drop = w->live[k];
 			w->live[k] = w->live[--w->nlive];
-			if (idr_remove(w->idr, (unsigned)drop) != encode(w->tag, drop))
+			if (idr_remove(w->idr, (unsigned)drop) != tu_tag_ptr(w->tag, (unsigned)drop))
 				w->dup++;
 		}
 		w->lock_calls += tu_thread_calls() - calls;
@@ -67,7 +62,7 @@ static int count_entry(int id, void *p, void *data)
 	long *n = data;
 
 	(*n)++;
-	return p == NULL || ((uintptr_t)p >> 8) != (uintptr_t)id;
+	return p == NULL || tu_tag_id(p) != (unsigned long)id;
 }
 
 TEST(seed_pattern_never_fails_under_lock_held_faults)
@@ -94,7 +89,7 @@ TEST(seed_pattern_never_fails_under_lock_held_faults)
 		CHECK_EQ(w[i].lock_calls, 0); /* stash only, under the lock */
 		for (long k = 0; k < w[i].nlive; k++) {
 			int id = w[i].live[k];
-			CHECK(idr_find(&idr, (unsigned)id) == encode(w[i].tag, id));
+			CHECK(idr_find(&idr, (unsigned)id) == tu_tag_ptr(w[i].tag, (unsigned)id));
 		}
 		total += w[i].nlive;
 	}

@@ -7,6 +7,7 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "testutil.h"
 
@@ -18,16 +19,11 @@ static int owner[SPACE * 2]; /* 0 = free, else thread + 1 */
 struct writer {
 	struct idr *idr;
 	struct ida *ida;
-	int tag;
+	unsigned tag;
 	long iters, dup, errors;
 	int held[SPACE];
 	int nheld;
 };
-
-static void *tag_ptr(int tag, int id)
-{
-	return (void *)(uintptr_t)(((uintptr_t)id << 4) | (unsigned)tag << 1 | 1);
-}
 
 static void take(struct writer *w, int id)
 {
@@ -57,7 +53,7 @@ static void *idr_writer(void *arg)
 			idr_lock(w->idr);
 			/* the owner is cleared first: the ID may be reissued as
 			 * soon as the lock drops */
-			if (idr_remove(w->idr, (unsigned)id) != tag_ptr(w->tag, id))
+			if (idr_remove(w->idr, (unsigned)id) != tu_tag_ptr(w->tag, (unsigned)id))
 				w->errors++;
 			idr_unlock(w->idr);
 			continue;
@@ -67,7 +63,7 @@ static void *idr_writer(void *arg)
 		int id = idr_alloc(w->idr, NULL, 0, SPACE, IDR_GFP_NOWAIT);
 		if (id >= 0) {
 			take(w, id);
-			idr_replace(w->idr, tag_ptr(w->tag, id), (unsigned)id);
+			idr_replace(w->idr, tu_tag_ptr(w->tag, (unsigned)id), (unsigned)id);
 		} else {
 			w->errors++;
 		}
@@ -85,8 +81,9 @@ static bool run_writers(struct writer *w, struct idr *idr, struct ida *ida,
 	pthread_t t[THREADS];
 	bool ok = true;
 
+	memset(owner, 0, sizeof(owner)); /* left over from an earlier test */
 	for (int i = 0; i < THREADS; i++) {
-		w[i] = (struct writer){ .idr = idr, .ida = ida, .tag = i,
+		w[i] = (struct writer){ .idr = idr, .ida = ida, .tag = (unsigned)i,
 					.iters = tu_scale(200000) };
 		ok &= pthread_create(&t[i], NULL, fn, &w[i]) == 0;
 	}
@@ -108,7 +105,7 @@ TEST(writers_with_idr_lock_never_share_an_id)
 	for (int i = 0; i < THREADS; i++) {
 		for (int k = 0; k < w[i].nheld; k++)
 			CHECK(idr_find(&idr, (unsigned)w[i].held[k]) ==
-			      tag_ptr(i, w[i].held[k]));
+			      tu_tag_ptr((unsigned)i, (unsigned)w[i].held[k]));
 		total += w[i].nheld;
 	}
 	void *p;
@@ -117,8 +114,6 @@ TEST(writers_with_idr_lock_never_share_an_id)
 	idr_for_each_entry(&idr, p, id)
 		seen++;
 	CHECK_EQ(seen, total);
-	for (id = 0; id < SPACE; id++)
-		owner[id] = 0;
 	idr_destroy(&idr);
 }
 
@@ -159,8 +154,6 @@ TEST(ida_is_safe_without_caller_locking)
 		seen += ida_exists(&ida, id);
 	CHECK_EQ(seen, total);
 	CHECK_EQ(tu_diag_count(), 0);
-	for (int id = 0; id < SPACE * 2; id++)
-		owner[id] = 0;
 	ida_destroy(&ida);
 	CHECK(ida_is_empty(&ida));
 }

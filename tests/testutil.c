@@ -47,6 +47,16 @@ long tu_scale(long n)
 	return q && *q == '1' ? (n / 50 > 1 ? n / 50 : 1) : n;
 }
 
+void *tu_tag_ptr(unsigned tag, unsigned long id)
+{
+	return (void *)(uintptr_t)((id << 8) | (tag << 1) | 1);
+}
+
+unsigned long tu_tag_id(const void *p)
+{
+	return (unsigned long)((uintptr_t)p >> 8);
+}
+
 uint64_t tu_rand(uint64_t *s)
 {
 	*s ^= *s >> 12;

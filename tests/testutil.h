@@ -49,6 +49,11 @@ long tu_scale(long n);
  * periods are kept out of the picture. */
 bool tu_tsan(void);
 
+/* A non-NULL pointer value naming the thread @tag that stored it under @id,
+ * so a test can tell whose entry it reads; tu_tag_id() recovers the ID. */
+void *tu_tag_ptr(unsigned tag, unsigned long id);
+unsigned long tu_tag_id(const void *p);
+
 /* Deterministic PRNG (xorshift64*). */
 uint64_t tu_rand(uint64_t *state);
 
