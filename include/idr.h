@@ -289,6 +289,18 @@ void idr_set_cursor(struct idr *idr, unsigned int val);
  */
 size_t idr_memory_usage(const struct idr *idr);
 
+/**
+ * idr_check - verify every structural invariant of @idr's tree: each free
+ * bit agrees with what lies below it, every node has something below it, the
+ * root is no taller than it must be, the node count is exact, no entry lies
+ * beyond the ID range.  A debugging aid for tests and for code that suspects
+ * memory corruption; O(nodes).
+ * Context: writer lock held (or no concurrent writer); never allocates.
+ * Return: 0 if consistent; -EUCLEAN at the first violation, which is also
+ * described to the diagnostic hook (idr_set_diagnostic()).
+ */
+int idr_check(const struct idr *idr);
+
 /* ---------------------------------------------------------------------- */
 /* Locking and RCU.                                                        */
 
@@ -413,6 +425,14 @@ bool ida_is_empty(const struct ida *ida);
  * Context: any (a snapshot).
  */
 size_t ida_memory_usage(const struct ida *ida);
+
+/**
+ * ida_check - idr_check() for an ida; also checks that no empty bitmap is
+ * kept and that each "chunk full" bit matches its bitmap.
+ * Context: may block (takes the ida's lock); never allocates.
+ * Return: 0 or -EUCLEAN, as idr_check().
+ */
+int ida_check(struct ida *ida);
 
 /* ---------------------------------------------------------------------- */
 /* The deprecated pre-2013 API, as shims over the new one.  See

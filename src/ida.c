@@ -10,10 +10,7 @@
 
 #include "internal.h"
 
-#define CHUNK_BITS 10
-#define CHUNK_IDS (1u << CHUNK_BITS)
-#define CHUNK_WORDS (CHUNK_IDS / 64)
-#define CHUNK_BYTES (CHUNK_WORDS * sizeof(uint64_t))
+#define CHUNK_BYTES (IDA_CHUNK_WORDS * sizeof(uint64_t))
 
 void ida_init(struct ida *ida)
 {
@@ -42,22 +39,22 @@ static uint64_t *chunk_bitmap(const struct ida *ida, uint64_t chunk)
 	return slot ? *slot : NULL;
 }
 
-/* The first clear bit at or after @from, or CHUNK_IDS. */
+/* The first clear bit at or after @from, or IDA_CHUNK_IDS. */
 static unsigned first_zero(const uint64_t *bitmap, unsigned from)
 {
-	for (unsigned w = from / 64; w < CHUNK_WORDS; w++) {
+	for (unsigned w = from / 64; w < IDA_CHUNK_WORDS; w++) {
 		uint64_t free = ~bitmap[w];
 		if (w == from / 64)
 			free &= ~(uint64_t)0 << (from % 64);
 		if (free)
 			return w * 64 + (unsigned)__builtin_ctzll(free);
 	}
-	return CHUNK_IDS;
+	return IDA_CHUNK_IDS;
 }
 
 static bool bitmap_full(const uint64_t *bitmap)
 {
-	for (unsigned w = 0; w < CHUNK_WORDS; w++)
+	for (unsigned w = 0; w < IDA_CHUNK_WORDS; w++)
 		if (~bitmap[w])
 			return false;
 	return true;
@@ -65,7 +62,7 @@ static bool bitmap_full(const uint64_t *bitmap)
 
 static bool bitmap_empty(const uint64_t *bitmap)
 {
-	for (unsigned w = 0; w < CHUNK_WORDS; w++)
+	for (unsigned w = 0; w < IDA_CHUNK_WORDS; w++)
 		if (bitmap[w])
 			return false;
 	return true;
@@ -100,18 +97,18 @@ static int add_chunk(struct ida *ida, uint64_t chunk, unsigned b)
 static int alloc_locked(struct ida *ida, uint64_t min, uint64_t max)
 {
 	for (;;) {
-		uint64_t chunk = tree_find_free(&ida->ida_rt, min >> CHUNK_BITS);
-		unsigned from = chunk == min >> CHUNK_BITS ? min % CHUNK_IDS : 0;
+		uint64_t chunk = tree_find_free(&ida->ida_rt, min >> IDA_CHUNK_BITS);
+		unsigned from = chunk == min >> IDA_CHUNK_BITS ? min % IDA_CHUNK_IDS : 0;
 		uint64_t *bitmap = chunk_bitmap(ida, chunk);
 		unsigned b = bitmap ? first_zero(bitmap, from) : from;
 
-		if (b == CHUNK_IDS) {
+		if (b == IDA_CHUNK_IDS) {
 			/* Room only below @min in this chunk: any later chunk
 			 * the search finds has room from its start. */
-			min = (chunk + 1) << CHUNK_BITS;
+			min = (chunk + 1) << IDA_CHUNK_BITS;
 			continue;
 		}
-		uint64_t id = (chunk << CHUNK_BITS) + b;
+		uint64_t id = (chunk << IDA_CHUNK_BITS) + b;
 		if (id > max)
 			return -ENOSPC;
 		if (!bitmap) {
@@ -161,8 +158,8 @@ static bool test_bit_in(const uint64_t *bitmap, unsigned b)
 
 void ida_free(struct ida *ida, unsigned int id)
 {
-	uint64_t chunk = id >> CHUNK_BITS;
-	unsigned b = id % CHUNK_IDS;
+	uint64_t chunk = id >> IDA_CHUNK_BITS;
+	unsigned b = id % IDA_CHUNK_IDS;
 
 	idr_lock(&ida->ida_rt);
 	uint64_t *bitmap = chunk_bitmap(ida, chunk);
@@ -186,8 +183,8 @@ void ida_free(struct ida *ida, unsigned int id)
 bool ida_exists(struct ida *ida, unsigned int id)
 {
 	idr_lock(&ida->ida_rt);
-	bool ret = test_bit_in(chunk_bitmap(ida, id >> CHUNK_BITS),
-			       id % CHUNK_IDS);
+	bool ret = test_bit_in(chunk_bitmap(ida, id >> IDA_CHUNK_BITS),
+			       id % IDA_CHUNK_IDS);
 	idr_unlock(&ida->ida_rt);
 	return ret;
 }

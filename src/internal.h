@@ -68,6 +68,11 @@ static inline uint64_t span(unsigned height)
 
 #define INDEX_NONE UINT64_MAX
 
+/* An ida leaf slot points at a bitmap of this many IDs. */
+#define IDA_CHUNK_BITS 10
+#define IDA_CHUNK_IDS (1u << IDA_CHUNK_BITS)
+#define IDA_CHUNK_WORDS (IDA_CHUNK_IDS / 64)
+
 /* Nodes obtained up front for one insertion, so it cannot fail halfway. */
 struct node_pool {
 	struct idr_node *node[IDR_PRELOAD_NODES];

@@ -67,6 +67,8 @@ TEST(ida_matches_bitmap_model)
 				live--;
 			}
 		}
+		if (step % 1000 == 0)
+			CHECK_EQ(ida_check(&ida), 0);
 		if (step % 100000 == 0) {
 			for (unsigned off = 0; off < WINDOW; off += 97)
 				CHECK_EQ(ida_exists(&ida, base + off), ref_test(w, off));

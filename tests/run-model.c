@@ -42,6 +42,10 @@ static void check_contents(const struct idr *idr, const struct model *m)
 	CHECK_EQ(idr_memory_usage(idr) == 0, m->n == 0);
 }
 
+/* Without @wide, IDs stay near 0 and INT_MAX, so the tree stays small
+ * enough to be checked whole after every step. */
+static bool wide = true;
+
 static uint64_t pick_start(uint64_t *rng)
 {
 	uint64_t r = tu_rand(rng) % 100;
@@ -49,7 +53,7 @@ static uint64_t pick_start(uint64_t *rng)
 	if (r < 70)
 		return tu_rand(rng) % 3000;
 	if (r < 90)
-		return tu_rand(rng) % (1u << 24);
+		return tu_rand(rng) % (wide ? 1u << 24 : 6000);
 	return INT_MAX - tu_rand(rng) % 200;
 }
 
@@ -60,7 +64,7 @@ static void *new_ptr(uint64_t *rng, uint64_t *serial)
 	return (void *)(uintptr_t)(++*serial * 16);
 }
 
-static void run_model(int base, long ops, uint64_t seed)
+static void run_model(int base, long ops, uint64_t seed, long check_every)
 {
 	struct idr idr;
 	struct model m = { 0 };
@@ -139,6 +143,8 @@ static void run_model(int base, long ops, uint64_t seed)
 				CHECK_EQ(id, want_id);
 			}
 		}
+		if (step % check_every == 0)
+			CHECK_EQ(idr_check(&idr), 0);
 		if (step % 20000 == 0) {
 			check_contents(&idr, &m);
 			if (tu_failed())
@@ -152,15 +158,22 @@ static void run_model(int base, long ops, uint64_t seed)
 
 TEST(million_mixed_operations_match_model)
 {
-	run_model(0, tu_scale(1000000), 0x9e3779b97f4a7c15ULL);
+	run_model(0, tu_scale(1000000), 0x9e3779b97f4a7c15ULL, 1000);
 }
 
 TEST(model_with_base_one)
 {
-	run_model(1, tu_scale(200000), 12345);
+	run_model(1, tu_scale(200000), 12345, 1000);
 }
 
 TEST(model_with_large_base)
 {
-	run_model(1 << 20, tu_scale(100000), 777);
+	run_model(1 << 20, tu_scale(100000), 777, 1000);
+}
+
+TEST(model_structure_checked_after_every_step)
+{
+	wide = false;
+	run_model(0, tu_scale(200000), 4242, 1);
+	wide = true;
 }

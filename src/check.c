@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Structural self-check: walk a whole tree and verify every invariant the
+ * writers rely on.  Each rule below is one the search or the freeing code
+ * would silently get wrong if it were broken, so the model tests and the
+ * fuzzer call this after every step.
+ */
+#include "internal.h"
+
+struct census {
+	const char *func;
+	bool ida;
+	uint64_t limit; /* highest index an entry may have */
+	size_t nodes, bitmaps;
+};
+
+static int violation(const struct census *c, uint64_t base, unsigned h,
+		     const char *what)
+{
+	report(c->func, "index %llu, height %u: %s", (unsigned long long)base, h,
+	       what);
+	return -EUCLEAN;
+}
+
+static inline bool has(uint64_t bits, unsigned i)
+{
+	return (bits >> i) & 1;
+}
+
+static int check_ida_leaf(struct census *c, const struct idr_node *n,
+			  uint64_t base)
+{
+	for (unsigned i = 0; i < NODE_SLOTS; i++) {
+		const uint64_t *bitmap = n->slots[i];
+		bool any = false, full = true;
+
+		if (!bitmap) {
+			if (has(n->children, i) || !has(n->free, i))
+				return violation(c, base + i, 1,
+						 "absent bitmap marked present or full");
+			continue;
+		}
+		for (unsigned w = 0; w < IDA_CHUNK_WORDS; w++) {
+			any |= bitmap[w] != 0;
+			full &= bitmap[w] == ~(uint64_t)0;
+		}
+		if (!any)
+			return violation(c, base + i, 1, "empty bitmap kept");
+		if (!has(n->children, i) || has(n->free, i) == full)
+			return violation(c, base + i, 1,
+					 "bitmap's present/free bits are wrong");
+		if (base + i > c->limit)
+			return violation(c, base + i, 1, "chunk beyond the ID range");
+		c->bitmaps++;
+	}
+	return 0;
+}
+
+static int check_idr_leaf(const struct census *c, const struct idr_node *n,
+			  uint64_t base)
+{
+	if (n->free != ~n->children)
+		return violation(c, base, 1, "free bits disagree with allocated bits");
+	for (unsigned i = 0; i < NODE_SLOTS; i++) {
+		if (n->slots[i] && !has(n->children, i))
+			return violation(c, base + i, 1, "entry in a free slot");
+		if (has(n->children, i) && base + i > c->limit)
+			return violation(c, base + i, 1, "ID beyond the ID range");
+	}
+	return 0;
+}
+
+static int check_node(struct census *c, const struct idr_node *n, unsigned h,
+		      uint64_t base)
+{
+	c->nodes++;
+	if (!n->children)
+		return violation(c, base, h, "node with nothing below it");
+	if (h == 1)
+		return c->ida ? check_ida_leaf(c, n, base) :
+				check_idr_leaf(c, n, base);
+	for (unsigned i = 0; i < NODE_SLOTS; i++) {
+		const struct idr_node *child = n->slots[i];
+		uint64_t cbase = base + (uint64_t)i * span(h - 1);
+
+		if (has(n->children, i) != (child != NULL))
+			return violation(c, cbase, h, "child bit disagrees with slot");
+		if (has(n->free, i) != (!child || child->free))
+			return violation(c, cbase, h,
+					 "free bit disagrees with the child");
+		if (child) {
+			int err = check_node(c, child, h - 1, cbase);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+static int check_tree(struct census *c, const struct idr *idr)
+{
+	uintptr_t root = root_load(idr);
+	unsigned h = root_height(root);
+	const struct idr_node *top = root_node(root);
+
+	if (!h || !top)
+		return h || top ? violation(c, 0, h, "root and height disagree") : 0;
+	if (h > MAX_HEIGHT)
+		return violation(c, 0, h, "tree too tall");
+	if (h > 1 && top->children == 1)
+		return violation(c, 0, h, "root level left unshrunk");
+	return check_node(c, top, h, 0);
+}
+
+static int check_reserve(const struct census *c, const struct idr *idr)
+{
+	unsigned n = 0;
+
+	for (const struct idr_node *r = idr->idr_reserve; r && n <= IDR_PRELOAD_NODES;
+	     r = r->slots[0])
+		n++;
+	if (n != idr->idr_reserve_count || n > IDR_PRELOAD_NODES)
+		return violation(c, 0, 0, "old-API reserve count is wrong");
+	return 0;
+}
+
+int idr_check(const struct idr *idr)
+{
+	struct census c = { "idr_check", false, UINT32_MAX - idr->idr_base, 0, 0 };
+	int err = check_tree(&c, idr);
+
+	if (!err && c.nodes != __atomic_load_n(&idr->idr_nodes, __ATOMIC_RELAXED))
+		err = violation(&c, 0, 0, "node count is wrong");
+	return err ? err : check_reserve(&c, idr);
+}
+
+int ida_check(struct ida *ida)
+{
+	struct census c = { "ida_check", true, INT_MAX / IDA_CHUNK_IDS, 0, 0 };
+
+	idr_lock(&ida->ida_rt);
+	int err = check_tree(&c, &ida->ida_rt);
+	if (!err && c.nodes != ida->ida_rt.idr_nodes)
+		err = violation(&c, 0, 0, "node count is wrong");
+	if (!err && c.bitmaps != ida->ida_bitmaps)
+		err = violation(&c, 0, 0, "bitmap count is wrong");
+	idr_unlock(&ida->ida_rt);
+	return err;
+}

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * idr_check()/ida_check() must notice each kind of corruption: every test
+ * here breaks one invariant by hand (through the private header), expects
+ * -EUCLEAN and a diagnostic, then repairs it and expects 0 again.
+ */
+#include <string.h>
+
+#include "../src/internal.h"
+#include "testutil.h"
+
+static int obj;
+
+/* An idr with IDs 0..@n-1, so the tree has @n/64 leaves under one root. */
+static void fill(struct idr *idr, int n)
+{
+	idr_init(idr);
+	for (int i = 0; i < n; i++)
+		if (idr_alloc(idr, &obj, 0, 0, IDR_GFP_KERNEL) != i)
+			tu_fail(__FILE__, __LINE__, "fill");
+}
+
+static struct idr_node *top(const struct idr *idr)
+{
+	return root_node(root_load(idr));
+}
+
+/* Flip @bits in *@word and expect the check to fail, then flip back. */
+#define EXPECT_CAUGHT(idr, word, bits, needle)                               \
+	do {                                                                 \
+		int diags = tu_diag_count();                                 \
+		*(word) ^= (bits);                                           \
+		CHECK_EQ(idr_check(idr), -EUCLEAN);                          \
+		CHECK_EQ(tu_diag_count(), diags + 1);                        \
+		if (!strstr(tu_diag_last(), needle))                         \
+			fprintf(stderr, "    diagnostic: %s\n", tu_diag_last()); \
+		CHECK(strstr(tu_diag_last(), needle) != NULL);               \
+		*(word) ^= (bits);                                           \
+		CHECK_EQ(idr_check(idr), 0);                                 \
+	} while (0)
+
+TEST(consistent_trees_pass)
+{
+	struct idr idr;
+
+	idr_init(&idr);
+	CHECK_EQ(idr_check(&idr), 0);
+	fill(&idr, 5000);
+	CHECK_EQ(idr_check(&idr), 0);
+	CHECK_EQ(idr_alloc(&idr, NULL, 1 << 30, 0, IDR_GFP_KERNEL), 1 << 30);
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+	CHECK_EQ(tu_diag_count(), 0);
+}
+
+TEST(leaf_free_bit_corruption_is_caught)
+{
+	struct idr idr;
+
+	fill(&idr, 200);
+	struct idr_node *leaf = top(&idr)->slots[1];
+	/* Caught at the parent, whose bit says the leaf is full. */
+	EXPECT_CAUGHT(&idr, &leaf->free, (uint64_t)1 << 7, "disagrees with the child");
+	EXPECT_CAUGHT(&idr, &leaf->children, (uint64_t)1 << 7, "free bits disagree");
+	idr_destroy(&idr);
+}
+
+TEST(interior_bits_corruption_is_caught)
+{
+	struct idr idr;
+
+	fill(&idr, 200);
+	struct idr_node *root = top(&idr);
+	/* Leaf 0 is full: a free bit for it would send searches into it. */
+	EXPECT_CAUGHT(&idr, &root->free, (uint64_t)1, "free bit disagrees");
+	/* Slot 5 is empty: claiming a child there would mislead freeing. */
+	EXPECT_CAUGHT(&idr, &root->children, (uint64_t)1 << 5, "child bit");
+	idr_destroy(&idr);
+}
+
+TEST(node_count_and_shape_corruption_is_caught)
+{
+	struct idr idr;
+
+	fill(&idr, 200);
+	EXPECT_CAUGHT(&idr, &idr.idr_nodes, (size_t)1, "node count");
+	/* A root whose only child is its first should have been shrunk. */
+	struct idr_node *root = top(&idr);
+	void *saved[2] = { root->slots[1], root->slots[2] };
+	uint64_t children = root->children, free = root->free;
+	root->slots[1] = root->slots[2] = NULL;
+	root->children = 1;
+	root->free = ~(uint64_t)1;
+	CHECK_EQ(idr_check(&idr), -EUCLEAN);
+	CHECK(strstr(tu_diag_last(), "unshrunk") != NULL);
+	root->slots[1] = saved[0];
+	root->slots[2] = saved[1];
+	root->children = children;
+	root->free = free;
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+}
+
+TEST(entry_in_free_slot_is_caught)
+{
+	struct idr idr;
+
+	fill(&idr, 10);
+	struct idr_node *leaf = top(&idr);
+	leaf->slots[20] = &obj;
+	CHECK_EQ(idr_check(&idr), -EUCLEAN);
+	CHECK(strstr(tu_diag_last(), "entry in a free slot") != NULL);
+	leaf->slots[20] = NULL;
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+}
+
+TEST(ida_corruption_is_caught)
+{
+	struct ida ida;
+
+	ida_init(&ida);
+	CHECK_EQ(ida_check(&ida), 0);
+	for (int i = 0; i < 3000; i++)
+		CHECK_EQ(ida_alloc(&ida, IDR_GFP_KERNEL), i);
+	CHECK_EQ(ida_check(&ida), 0);
+	struct idr_node *leaf = top(&ida.ida_rt);
+	uint64_t *bitmap = leaf->slots[0];
+	/* Chunk 0 is full; a clear bit in it makes its "full" mark a lie. */
+	bitmap[3] ^= 1;
+	CHECK_EQ(ida_check(&ida), -EUCLEAN);
+	CHECK(strstr(tu_diag_last(), "present/free") != NULL);
+	bitmap[3] ^= 1;
+	ida.ida_bitmaps++;
+	CHECK_EQ(ida_check(&ida), -EUCLEAN);
+	CHECK(strstr(tu_diag_last(), "bitmap count") != NULL);
+	ida.ida_bitmaps--;
+	CHECK_EQ(ida_check(&ida), 0);
+	ida_destroy(&ida);
+}
