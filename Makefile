@@ -3,6 +3,7 @@
 #   make check           build and run every test; ends with "N passed, N failed"
 #   make demo            build and run examples/demo
 #   make bench           build and run the benchmark (bench/README.md)
+#   make fuzz            libFuzzer for FUZZ_SECONDS=60 (fuzz/README.md)
 #   make install         PREFIX=/usr/local DESTDIR=
 #   make clean
 #   make deps            install the Debian packages the build needs
@@ -42,9 +43,10 @@ TEST_UTIL := tests/testutil.c
 TESTS ?= $(patsubst tests/%.c,%,$(filter-out $(TEST_UTIL),$(wildcard tests/*.c)))
 TEST_BINS := $(TESTS:%=$(O)/tests/%)
 # A TESTS= given on the command line overrides this too.
-TESTS += compile-deprecated
+TESTS += compile-deprecated fuzz-replay
+TEST_BINS += $(O)/tests/fuzz-replay
 
-.PHONY: all deps check demo bench install uninstall clean
+.PHONY: all deps check demo bench fuzz install uninstall clean
 
 all: $(O)/libidr.so $(O)/libidr.a $(O)/idr.pc
 
@@ -69,6 +71,29 @@ $(O)/idr.pc: idr.pc.in Makefile | $(O)/obj
 
 $(O)/tests/%: tests/%.c $(TEST_UTIL) tests/testutil.h $(O)/libidr.a | $(O)/tests
 	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -Itests -o $@ $< $(TEST_UTIL) $(O)/libidr.a $(LDLIBS)
+
+# The fuzz target, replayed over fuzz/corpus and fuzz/regressions.
+FUZZ_SRCS := fuzz/fuzz_api.c tests/model.h
+$(O)/tests/fuzz-replay: fuzz/replay.c $(FUZZ_SRCS) $(O)/libidr.a | $(O)/tests
+	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ fuzz/replay.c fuzz/fuzz_api.c $(O)/libidr.a $(LDLIBS)
+
+# libFuzzer (clang) with ASan+UBSan, for FUZZ_SECONDS.  New inputs go to
+# $(FUZZ_O)/corpus; a crashing input lands in fuzz/regressions/, which
+# `make check` replays from then on (commit it with the fix).  The target
+# counts every block itself, so libFuzzer's own leak check, which would
+# rescan the heap after each input whose RCU frees are still pending, is off.
+FUZZ_SECONDS ?= 60
+FUZZ_O   ?= build/fuzz
+FUZZ_CC  ?= clang
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(WARN) -Wno-missing-prototypes -Iinclude $(URCU_CFLAGS) \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+$(FUZZ_O)/fuzz_api: $(SRCS) src/internal.h include/idr.h $(FUZZ_SRCS)
+	mkdir -p $(FUZZ_O)/corpus
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $(SRCS) fuzz/fuzz_api.c $(LDLIBS)
+
+fuzz: $(FUZZ_O)/fuzz_api
+	$(FUZZ_O)/fuzz_api -max_total_time=$(FUZZ_SECONDS) -max_len=2048 -detect_leaks=0 -print_final_stats=1 \
+	  -artifact_prefix=fuzz/regressions/ $(FUZZ_O)/corpus fuzz/corpus
 
 deps:
 	@sh scripts/install-deps.sh
