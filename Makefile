@@ -4,6 +4,7 @@
 #   make demo            build and run examples/demo
 #   make bench           build and run the benchmark (bench/README.md)
 #   make fuzz            libFuzzer for FUZZ_SECONDS=60 (fuzz/README.md)
+#   make lint            cppcheck and clang-tidy
 #   make install         PREFIX=/usr/local DESTDIR=
 #   make clean
 #   make deps            install the Debian packages the build needs
@@ -43,10 +44,10 @@ TEST_UTIL := tests/testutil.c
 TESTS ?= $(patsubst tests/%.c,%,$(filter-out $(TEST_UTIL),$(wildcard tests/*.c)))
 TEST_BINS := $(TESTS:%=$(O)/tests/%)
 # A TESTS= given on the command line overrides this too.
-TESTS += compile-deprecated fuzz-replay
+TESTS += compile-deprecated debug-build fuzz-replay
 TEST_BINS += $(O)/tests/fuzz-replay
 
-.PHONY: all deps check demo bench fuzz install uninstall clean
+.PHONY: all deps check demo bench fuzz lint install uninstall clean
 
 all: $(O)/libidr.so $(O)/libidr.a $(O)/idr.pc
 
@@ -94,6 +95,13 @@ $(FUZZ_O)/fuzz_api: $(SRCS) src/internal.h include/idr.h $(FUZZ_SRCS)
 fuzz: $(FUZZ_O)/fuzz_api
 	$(FUZZ_O)/fuzz_api -max_total_time=$(FUZZ_SECONDS) -max_len=2048 -detect_leaks=0 -print_final_stats=1 \
 	  -artifact_prefix=fuzz/regressions/ $(FUZZ_O)/corpus fuzz/corpus
+
+# Static analysis: cppcheck over all C sources, clang-tidy (.clang-tidy)
+# over the library.  Both treat every finding as an error.
+lint:
+	cppcheck --enable=warning,performance,portability --std=c11 --error-exitcode=1 \
+	  --inline-suppr -q -Iinclude --suppress=missingIncludeSystem src fuzz tests examples bench
+	clang-tidy --quiet $(SRCS) -- -std=c11 -D_GNU_SOURCE -Iinclude $(URCU_CFLAGS)
 
 deps:
 	@sh scripts/install-deps.sh

@@ -2,9 +2,11 @@
 /*
  * Replays fuzz inputs without libFuzzer: each file named on the command line,
  * or every file in a directory named there (default: fuzz/corpus and
- * fuzz/regressions).  A failing input aborts with the name printed first.
+ * fuzz/regressions).  A failing input aborts, and its name is printed.
  */
 #include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,22 @@
 #include <sys/stat.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const char *current;
+
+/* A failing input aborts (or crashes): name it on the way out. */
+static void name_input(int sig)
+{
+	static const char msg[] = "fuzz-replay: failing input: ";
+
+	if (current) {
+		(void)!write(2, msg, sizeof(msg) - 1);
+		(void)!write(2, current, strlen(current));
+		(void)!write(2, "\n", 1);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
 
 static int replay_file(const char *path)
 {
@@ -24,8 +42,9 @@ static int replay_file(const char *path)
 	}
 	size_t n = fread(buf, 1, sizeof(buf), f);
 	fclose(f);
-	fprintf(stderr, "replaying %s\n", path);
+	current = path;
 	LLVMFuzzerTestOneInput(buf, n);
+	current = NULL;
 	return 0;
 }
 
@@ -57,6 +76,8 @@ int main(int argc, char **argv)
 	const char **paths = argc > 1 ? (const char **)argv + 1 : defaults;
 	int npaths = argc > 1 ? argc - 1 : 2, count = 0, failed = 0;
 
+	signal(SIGABRT, name_input);
+	signal(SIGSEGV, name_input);
 	for (int i = 0; i < npaths; i++) {
 		struct stat st;
 		int err;
@@ -74,7 +95,8 @@ int main(int argc, char **argv)
 		}
 		failed += err != 0;
 	}
-	/* Reaching here means no input tripped a check: each one passed. */
-	printf("fuzz-replay: %d passed, %d failed\n", count, failed);
+	/* Reaching here means no input tripped a check. */
+	printf("%s fuzz-replay/all_%d_inputs\n", failed ? "FAIL" : "PASS", count);
+	printf("fuzz-replay: %d passed, %d failed\n", !failed, failed != 0);
 	return failed != 0;
 }

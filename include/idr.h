@@ -76,11 +76,12 @@ struct idr {
 	size_t idr_nodes;         /* private: nodes in the tree */
 	void *idr_reserve;        /* private: idr_pre_get() reserve list */
 	int idr_reserve_lock;     /* private: guards the reserve */
+	int idr_writers;          /* private: IDR_DEBUG builds count writers */
 	pthread_mutex_t idr_mutex; /* private: see idr_lock() */
 };
 
 #define IDR_INIT_FLAGS(name, base, flags)                                   \
-	{ NULL, (base), 0, (flags), 0, 0, NULL, 0, PTHREAD_MUTEX_INITIALIZER }
+	{ NULL, (base), 0, (flags), 0, 0, NULL, 0, 0, PTHREAD_MUTEX_INITIALIZER }
 #define IDR_INIT_BASE(name, base) IDR_INIT_FLAGS(name, base, 0)
 #define IDR_INIT(name) IDR_INIT_BASE(name, 0)
 /* A statically initialized, empty idr handing out IDs from 0. */

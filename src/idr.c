@@ -26,9 +26,11 @@ void idr_init(struct idr *idr)
 
 void idr_destroy(struct idr *idr)
 {
+	writer_enter(idr, "idr_destroy");
 	tree_destroy(idr, NULL);
 	compat_drain(idr);
 	idr_set_cursor(idr, 0);
+	writer_exit(idr);
 }
 
 /*
@@ -38,8 +40,8 @@ void idr_destroy(struct idr *idr)
  * per-idr reserve: -EAGAIN when it is too small), else from the stash and
  * then the allocator.
  */
-int alloc_id(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
-	     struct node_pool *fixed, uint64_t *id)
+static int alloc_in_tree(struct idr *idr, void *ptr, uint64_t min,
+			 uint64_t max, struct node_pool *fixed, uint64_t *id)
 {
 	struct node_pool own = { .count = 0 }, *pool = fixed ? fixed : &own;
 	uint64_t base = idr->idr_base;
@@ -59,6 +61,15 @@ int alloc_id(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
 	slot_store(tree_insert(idr, index, pool, true), ptr);
 	*id = index + base;
 	return 0;
+}
+
+int alloc_id(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
+	     struct node_pool *fixed, uint64_t *id)
+{
+	writer_enter(idr, "idr_alloc");
+	int err = alloc_in_tree(idr, ptr, min, max, fixed, id);
+	writer_exit(idr);
+	return err;
 }
 
 static int alloc_range(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
@@ -155,23 +166,27 @@ static void **allocated_slot(const struct idr *idr, unsigned long id)
 
 void *idr_remove(struct idr *idr, unsigned long id)
 {
-	void **slot = allocated_slot(idr, id);
+	writer_enter(idr, "idr_remove");
+	void **slot = allocated_slot(idr, id), *old = NULL;
 
-	if (!slot)
-		return NULL;
-	void *old = *slot;
-	tree_release(idr, index_of(idr, id));
+	if (slot) {
+		old = *slot;
+		tree_release(idr, index_of(idr, id));
+	}
+	writer_exit(idr);
 	return old;
 }
 
 void *idr_replace(struct idr *idr, void *ptr, unsigned long id)
 {
-	void **slot = allocated_slot(idr, id);
+	writer_enter(idr, "idr_replace");
+	void **slot = allocated_slot(idr, id), *old = IDR_ERR_PTR(-ENOENT);
 
-	if (!slot)
-		return IDR_ERR_PTR(-ENOENT);
-	void *old = *slot;
-	slot_store(slot, ptr);
+	if (slot) {
+		old = *slot;
+		slot_store(slot, ptr);
+	}
+	writer_exit(idr);
 	return old;
 }
 

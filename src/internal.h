@@ -108,6 +108,35 @@ static inline void count_add(size_t *counter, long delta)
 			 __ATOMIC_RELAXED);
 }
 
+/*
+ * Debug builds (-DIDR_DEBUG) catch two writers inside one idr at once, the
+ * misuse that corrupts a tree silently: each writer entry point counts
+ * itself in and out, and an overlap is reported, then aborts.  Release
+ * builds compile this away.
+ */
+#ifdef IDR_DEBUG
+IDR_HIDDEN void writer_overlap(const char *func);
+static inline void writer_enter(struct idr *idr, const char *func)
+{
+	if (__atomic_fetch_add(&idr->idr_writers, 1, __ATOMIC_ACQUIRE))
+		writer_overlap(func);
+}
+static inline void writer_exit(struct idr *idr)
+{
+	__atomic_fetch_sub(&idr->idr_writers, 1, __ATOMIC_RELEASE);
+}
+#else
+static inline void writer_enter(struct idr *idr, const char *func)
+{
+	(void)idr;
+	(void)func;
+}
+static inline void writer_exit(struct idr *idr)
+{
+	(void)idr;
+}
+#endif
+
 /* preload.c: the allocator hook, the per-thread stash, diagnostics */
 IDR_HIDDEN void *mem_alloc(size_t size);
 IDR_HIDDEN void mem_free(void *p, size_t size);

@@ -233,7 +233,7 @@ void **tree_lookup_slot(const struct idr *idr, uint64_t index,
 	if (!walk(idr, index, &p))
 		return NULL;
 	*leaf = p.node[1];
-	return &p.node[1]->slots[p.off[1]];
+	return &(*leaf)->slots[p.off[1]];
 }
 
 bool tree_is_free(const struct idr *idr, uint64_t index)
