@@ -66,6 +66,10 @@ typedef unsigned int idr_gfp_t;
 /* No lockless (RCU) readers will ever look at this idr: unlinked nodes are
  * freed at once instead of after a grace period. */
 #define IDR_F_NO_RCU 0x1u
+/* Stale-handle detection: every slot also keeps the generation its ID was
+ * allocated in, and the idr_*_handle() calls below work.  Costs 4 bytes per
+ * slot (a leaf grows from 536 to 792 bytes); idrs without it pay nothing. */
+#define IDR_F_HANDLES 0x2u
 
 struct idr {
 	void *idr_root;           /* private: node pointer | tree height */
@@ -77,11 +81,12 @@ struct idr {
 	void *idr_reserve;        /* private: idr_pre_get() reserve list */
 	int idr_reserve_lock;     /* private: guards the reserve */
 	int idr_writers;          /* private: IDR_DEBUG builds count writers */
+	unsigned int idr_clock;   /* private: allocation clock (IDR_F_HANDLES) */
 	pthread_mutex_t idr_mutex; /* private: see idr_lock() */
 };
 
 #define IDR_INIT_FLAGS(name, base, flags)                                   \
-	{ NULL, (base), 0, (flags), 0, 0, NULL, 0, 0, PTHREAD_MUTEX_INITIALIZER }
+	{ NULL, (base), 0, (flags), 0, 0, NULL, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER }
 #define IDR_INIT_BASE(name, base) IDR_INIT_FLAGS(name, base, 0)
 #define IDR_INIT(name) IDR_INIT_BASE(name, 0)
 /* A statically initialized, empty idr handing out IDs from 0. */
@@ -104,7 +109,10 @@ void idr_init_base(struct idr *idr, int base);
 
 /**
  * idr_init_flags - idr_init_base() plus IDR_F_* flags.
- * Unknown flag bits are ignored.
+ * Unknown flag bits are ignored.  A handle idr (IDR_F_HANDLES) should be
+ * initialized with this call rather than statically: it is what tells
+ * idr_preload() to stock the larger nodes such an idr uses (a static one
+ * gets them from its first allocation on).
  * Context: any; the idr must not be in use.  Does not allocate.
  */
 void idr_init_flags(struct idr *idr, int base, unsigned int flags);
@@ -301,6 +309,86 @@ size_t idr_memory_usage(const struct idr *idr);
  * described to the diagnostic hook (idr_set_diagnostic()).
  */
 int idr_check(const struct idr *idr);
+
+/* ---------------------------------------------------------------------- */
+/* Generation-checked handles (idrs initialized with IDR_F_HANDLES).       */
+
+/*
+ * A handle packs an ID and the generation it was allocated in:
+ *
+ *     bits 63..32: generation (never 0)    bits 31..0: ID
+ *
+ * so 0 is never a valid handle and may mean "none".  Each allocation in a
+ * handle idr takes the next value of the idr's 32-bit allocation clock as
+ * the ID's generation.  A handle goes stale when its ID is removed.  After
+ * that, the *_handle() calls reject it.  They also reject it after the ID
+ * is handed out again, whatever happened to the tree in between: leaves
+ * freed and rebuilt, the tree shrunk and regrown.
+ *
+ * The exact guarantee: a stale handle is rejected until the idr has made
+ * 2^32 - 1 allocations (about 4.3 billion) after the one that issued it.
+ * Only then does the clock come back to the handle's generation, and even
+ * then the handle resolves only if that very allocation reissued its ID.
+ */
+typedef uint64_t idr_handle_t;
+
+static inline idr_handle_t idr_handle_make(uint32_t id, uint32_t gen)
+{
+	return (idr_handle_t)gen << 32 | id;
+}
+static inline uint32_t idr_handle_id(idr_handle_t handle)
+{
+	return (uint32_t)handle;
+}
+static inline uint32_t idr_handle_gen(idr_handle_t handle)
+{
+	return (uint32_t)(handle >> 32);
+}
+
+/**
+ * idr_alloc_handle - idr_alloc(), also returning the new ID's handle.
+ * Same range, gfp, preload and locking rules as idr_alloc().  The plain ID
+ * is the return value; *@handle gets the handle.
+ * Return: the ID; -EINVAL (also if @idr was not initialized with
+ *         IDR_F_HANDLES), -ENOSPC, -ENOMEM as idr_alloc().  *@handle is
+ *         written only on success.
+ */
+int idr_alloc_handle(struct idr *idr, void *ptr, int start, int end,
+		     idr_gfp_t gfp, idr_handle_t *handle);
+
+/**
+ * idr_find_handle - the pointer stored under @handle's ID, if @handle is
+ * current.
+ * Context: as idr_find(): RCU read-side section or writer lock.  A lookup
+ *          racing a removal returns the object or NULL, never the object
+ *          that a later allocation stored under the same ID.
+ * Return: the pointer; NULL if @handle is stale, was never issued, its ID
+ *         is reserved with NULL, or @idr has no handles.
+ */
+void *idr_find_handle(const struct idr *idr, idr_handle_t handle);
+
+/**
+ * idr_remove_handle - idr_remove(), only if @handle is current.
+ * Context: writer lock held.  Does not allocate.
+ * Return: the removed pointer; NULL if @handle is stale (nothing is
+ *         removed) or the entry was a NULL reservation.
+ */
+void *idr_remove_handle(struct idr *idr, idr_handle_t handle);
+
+/**
+ * idr_replace_handle - idr_replace(), only if @handle is current.
+ * Context: writer lock held.  Does not allocate.
+ * Return: the old pointer; IDR_ERR_PTR(-ENOENT) if @handle is stale.
+ */
+void *idr_replace_handle(struct idr *idr, void *ptr, idr_handle_t handle);
+
+/**
+ * idr_handle_of - the current handle of allocated @id (for IDs allocated
+ * with the plain calls on a handle idr).
+ * Context: writer lock held.  Does not allocate.
+ * Return: the handle; 0 if @id is not allocated or @idr has no handles.
+ */
+idr_handle_t idr_handle_of(const struct idr *idr, unsigned long id);
 
 /* ---------------------------------------------------------------------- */
 /* Locking and RCU.                                                        */

@@ -10,6 +10,7 @@
 struct census {
 	const char *func;
 	bool ida;
+	bool gens; /* IDR_F_HANDLES: every allocated slot has a generation */
 	uint64_t limit; /* highest index an entry may have */
 	size_t nodes, bitmaps;
 };
@@ -56,7 +57,7 @@ static int check_ida_leaf(struct census *c, const struct idr_node *n,
 	return 0;
 }
 
-static int check_idr_leaf(const struct census *c, const struct idr_node *n,
+static int check_idr_leaf(const struct census *c, struct idr_node *n,
 			  uint64_t base)
 {
 	if (n->free != ~n->children)
@@ -66,11 +67,13 @@ static int check_idr_leaf(const struct census *c, const struct idr_node *n,
 			return violation(c, base + i, 1, "entry in a free slot");
 		if (has(n->children, i) && base + i > c->limit)
 			return violation(c, base + i, 1, "ID beyond the ID range");
+		if (has(n->children, i) && c->gens && !node_gens(n)[i])
+			return violation(c, base + i, 1, "allocated ID without a generation");
 	}
 	return 0;
 }
 
-static int check_node(struct census *c, const struct idr_node *n, unsigned h,
+static int check_node(struct census *c, struct idr_node *n, unsigned h,
 		      uint64_t base)
 {
 	c->nodes++;
@@ -80,7 +83,7 @@ static int check_node(struct census *c, const struct idr_node *n, unsigned h,
 		return c->ida ? check_ida_leaf(c, n, base) :
 				check_idr_leaf(c, n, base);
 	for (unsigned i = 0; i < NODE_SLOTS; i++) {
-		const struct idr_node *child = n->slots[i];
+		struct idr_node *child = n->slots[i];
 		uint64_t cbase = base + (uint64_t)i * span(h - 1);
 
 		if (has(n->children, i) != (child != NULL))
@@ -101,7 +104,7 @@ static int check_tree(struct census *c, const struct idr *idr)
 {
 	uintptr_t root = root_load(idr);
 	unsigned h = root_height(root);
-	const struct idr_node *top = root_node(root);
+	struct idr_node *top = root_node(root);
 
 	if (!h || !top)
 		return h || top ? violation(c, 0, h, "root and height disagree") : 0;
@@ -126,7 +129,8 @@ static int check_reserve(const struct census *c, const struct idr *idr)
 
 int idr_check(const struct idr *idr)
 {
-	struct census c = { "idr_check", false, UINT32_MAX - idr->idr_base, 0, 0 };
+	struct census c = { "idr_check", false, idr_kind(idr) == KIND_GEN,
+			    UINT32_MAX - idr->idr_base, 0, 0 };
 	int err = check_tree(&c, idr);
 
 	if (!err && c.nodes != __atomic_load_n(&idr->idr_nodes, __ATOMIC_RELAXED))
@@ -136,7 +140,7 @@ int idr_check(const struct idr *idr)
 
 int ida_check(struct ida *ida)
 {
-	struct census c = { "ida_check", true, INT_MAX / IDA_CHUNK_IDS, 0, 0 };
+	struct census c = { "ida_check", true, false, INT_MAX / IDA_CHUNK_IDS, 0, 0 };
 
 	idr_lock(&ida->ida_rt);
 	int err = check_tree(&c, &ida->ida_rt);

@@ -48,7 +48,7 @@ int idr_pre_get(struct idr *idr, idr_gfp_t gfp)
 		reserve_unlock(idr);
 		if (full)
 			return 1;
-		struct idr_node *n = mem_alloc(sizeof(*n));
+		struct idr_node *n = mem_alloc(kind_bytes(idr_kind(idr)));
 		if (!n)
 			return 0;
 		reserve_lock(idr);
@@ -59,7 +59,7 @@ int idr_pre_get(struct idr *idr, idr_gfp_t gfp)
 
 static int get_new_above(struct idr *idr, void *ptr, int starting_id, int *id)
 {
-	struct node_pool pool = { .count = 0 };
+	struct node_pool pool = { .count = 0, .kind = idr_kind(idr) };
 	uint64_t got;
 
 	if (starting_id < 0)
@@ -94,6 +94,6 @@ void compat_drain(struct idr *idr)
 {
 	reserve_lock(idr);
 	while (idr->idr_reserve_count)
-		mem_free(reserve_pop(idr), sizeof(struct idr_node));
+		mem_free(reserve_pop(idr), kind_bytes(idr_kind(idr)));
 	reserve_unlock(idr);
 }

@@ -83,7 +83,7 @@ static int add_chunk(struct ida *ida, uint64_t chunk, unsigned b)
 
 	if (!bitmap)
 		return -ENOMEM;
-	if (need && pool_fill(&pool, need)) {
+	if (need && pool_fill(&pool, KIND_PLAIN, need)) {
 		mem_free(bitmap, CHUNK_BYTES);
 		return -ENOMEM;
 	}

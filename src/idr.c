@@ -10,7 +10,9 @@ void idr_init_flags(struct idr *idr, int base, unsigned int flags)
 
 	*idr = empty;
 	idr->idr_base = base > 0 ? (unsigned)base : 0;
-	idr->idr_flags = flags & IDR_F_NO_RCU;
+	idr->idr_flags = flags & (IDR_F_NO_RCU | IDR_F_HANDLES);
+	if (flags & IDR_F_HANDLES)
+		stock_kind(KIND_GEN);
 	pthread_mutex_init(&idr->idr_mutex, NULL);
 }
 
@@ -45,6 +47,7 @@ static int alloc_in_tree(struct idr *idr, void *ptr, uint64_t min,
 {
 	struct node_pool own = { .count = 0 }, *pool = fixed ? fixed : &own;
 	uint64_t base = idr->idr_base;
+	enum node_kind kind = idr_kind(idr);
 
 	if (min < base)
 		min = base;
@@ -56,9 +59,12 @@ static int alloc_in_tree(struct idr *idr, void *ptr, uint64_t min,
 	unsigned need = tree_nodes_needed(idr, index);
 	if (fixed && need > fixed->count)
 		return -EAGAIN;
-	if (!fixed && need && pool_fill(pool, need))
+	if (!fixed && need && pool_fill(pool, kind, need))
 		return -ENOMEM;
-	slot_store(tree_insert(idr, index, pool, true), ptr);
+	void **slot = tree_insert(idr, index, pool, true);
+	if (kind == KIND_GEN)
+		stamp_generation(idr, slot, index);
+	slot_store(slot, ptr); /* after the generation: see handle.c */
 	*id = index + base;
 	return 0;
 }
@@ -239,5 +245,5 @@ void idr_set_cursor(struct idr *idr, unsigned int val)
 size_t idr_memory_usage(const struct idr *idr)
 {
 	return __atomic_load_n(&idr->idr_nodes, __ATOMIC_RELAXED) *
-	       sizeof(struct idr_node);
+	       kind_bytes(idr_kind(idr));
 }

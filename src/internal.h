@@ -37,6 +37,30 @@ struct idr_node {
 	};
 };
 
+/*
+ * Two kinds of node, told apart by the idr that owns them: plain, and for
+ * IDR_F_HANDLES idrs, followed by each slot's 32-bit generation.  Every node
+ * of a handle idr has the array (interior ones leave it unused), so the
+ * stash and the pools only ever need to know the kind, never the level.
+ */
+enum node_kind { KIND_PLAIN, KIND_GEN, NODE_KINDS };
+
+static inline enum node_kind idr_kind(const struct idr *idr)
+{
+	return idr->idr_flags & IDR_F_HANDLES ? KIND_GEN : KIND_PLAIN;
+}
+
+static inline size_t kind_bytes(enum node_kind kind)
+{
+	return sizeof(struct idr_node) +
+	       (kind == KIND_GEN ? NODE_SLOTS * sizeof(uint32_t) : 0);
+}
+
+static inline uint32_t *node_gens(struct idr_node *n)
+{
+	return (uint32_t *)(n + 1);
+}
+
 /* Relaxed/acquire/release accessors: every shared word goes through them so
  * that a reader racing a writer sees whole pointers (and TSan agrees). */
 static inline void *slot_load(void *const *p)
@@ -78,6 +102,7 @@ struct node_pool {
 	struct idr_node *node[IDR_PRELOAD_NODES];
 	unsigned count;
 	unsigned from_stash;
+	enum node_kind kind;
 };
 
 /* tree.c */
@@ -94,6 +119,15 @@ IDR_HIDDEN void tree_release(struct idr *idr, uint64_t index);
 IDR_HIDDEN void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry));
 IDR_HIDDEN uint64_t tree_next_entry(const struct idr *idr, uint64_t index,
 				    uint64_t last, void **entry);
+
+/* The leaf that holds @slot, the leaf slot of @index. */
+static inline struct idr_node *slot_leaf(void **slot, uint64_t index)
+{
+	return (struct idr_node *)(void *)(slot - (index & NODE_MASK));
+}
+
+/* handle.c */
+IDR_HIDDEN void stamp_generation(struct idr *idr, void **slot, uint64_t index);
 
 /* idr.c, compat.c */
 IDR_HIDDEN int alloc_id(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
@@ -140,7 +174,9 @@ static inline void writer_exit(struct idr *idr)
 /* preload.c: the allocator hook, the per-thread stash, diagnostics */
 IDR_HIDDEN void *mem_alloc(size_t size);
 IDR_HIDDEN void mem_free(void *p, size_t size);
-IDR_HIDDEN int pool_fill(struct node_pool *pool, unsigned need);
+IDR_HIDDEN int pool_fill(struct node_pool *pool, enum node_kind kind,
+			 unsigned need);
+IDR_HIDDEN void stock_kind(enum node_kind kind);
 IDR_HIDDEN void pool_return(struct node_pool *pool);
 IDR_HIDDEN struct idr_node *pool_take(struct node_pool *pool);
 IDR_HIDDEN void report(const char *func, const char *fmt, ...)
@@ -151,6 +187,6 @@ IDR_HIDDEN void node_retire(struct idr *idr, struct idr_node *node);
 IDR_HIDDEN void subtree_retire(struct idr *idr, struct idr_node *node,
 			       unsigned height);
 IDR_HIDDEN void subtree_free(struct idr_node *node, unsigned height,
-			     void (*leaf_fn)(void *entry));
+			     enum node_kind kind, void (*leaf_fn)(void *entry));
 
 #endif /* IDR_INTERNAL_H */

@@ -92,22 +92,41 @@ void writer_overlap(const char *func)
 
 /* ---------------------------------------------------------------------- */
 
-struct stash {
+/* One shelf of nodes per kind; handle idrs use the larger kind. */
+struct shelf {
 	struct idr_node *node[IDR_PRELOAD_NODES];
 	unsigned count;
+};
+
+struct stash {
+	struct shelf shelf[NODE_KINDS];
 	unsigned depth; /* open idr_preload() sections */
 	bool registered; /* thread-exit destructor armed */
 };
 
 static _Thread_local struct stash stash;
 
+/* Which kinds idr_preload() stocks: the plain kind always, the larger one
+ * once the process has a handle idr.  Never cleared. */
+static unsigned stocked_kinds = 1u << KIND_PLAIN;
+
+void stock_kind(enum node_kind kind)
+{
+	if (!(__atomic_load_n(&stocked_kinds, __ATOMIC_RELAXED) & (1u << kind)))
+		__atomic_fetch_or(&stocked_kinds, 1u << kind, __ATOMIC_RELAXED);
+}
+
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
 static void stash_free(struct stash *s)
 {
-	while (s->count)
-		mem_free(s->node[--s->count], sizeof(struct idr_node));
+	for (unsigned k = 0; k < NODE_KINDS; k++) {
+		struct shelf *sh = &s->shelf[k];
+
+		while (sh->count)
+			mem_free(sh->node[--sh->count], kind_bytes(k));
+	}
 }
 
 static void thread_exit(void *arg)
@@ -142,14 +161,20 @@ static void arm_thread_exit(void)
 
 void idr_preload(idr_gfp_t gfp)
 {
+	unsigned kinds = __atomic_load_n(&stocked_kinds, __ATOMIC_RELAXED);
+
 	(void)gfp; /* userspace allocators have no non-blocking mode to pick */
 	stash.depth++;
 	arm_thread_exit();
-	while (stash.count < IDR_PRELOAD_NODES) {
-		struct idr_node *n = mem_alloc(sizeof(*n));
-		if (!n)
-			break;
-		stash.node[stash.count++] = n;
+	for (unsigned k = 0; k < NODE_KINDS; k++) {
+		struct shelf *sh = &stash.shelf[k];
+
+		while ((kinds >> k & 1) && sh->count < IDR_PRELOAD_NODES) {
+			struct idr_node *n = mem_alloc(kind_bytes(k));
+			if (!n)
+				return;
+			sh->node[sh->count++] = n;
+		}
 	}
 }
 
@@ -173,16 +198,19 @@ void idr_preload_drain(void)
 
 /* ---------------------------------------------------------------------- */
 
-/* Gather @need nodes: the stash's first, then the allocator's.  All or
- * nothing: on failure everything goes back where it came from. */
-int pool_fill(struct node_pool *pool, unsigned need)
+/* Gather @need nodes of @kind: the stash's first, then the allocator's.  All
+ * or nothing: on failure everything goes back where it came from. */
+int pool_fill(struct node_pool *pool, enum node_kind kind, unsigned need)
 {
+	struct shelf *sh = &stash.shelf[kind];
+
+	pool->kind = kind;
 	pool->count = 0;
-	while (pool->count < need && stash.count)
-		pool->node[pool->count++] = stash.node[--stash.count];
+	while (pool->count < need && sh->count)
+		pool->node[pool->count++] = sh->node[--sh->count];
 	pool->from_stash = pool->count;
 	while (pool->count < need) {
-		struct idr_node *n = mem_alloc(sizeof(*n));
+		struct idr_node *n = mem_alloc(kind_bytes(kind));
 		if (!n) {
 			pool_return(pool);
 			return -ENOMEM;
@@ -196,11 +224,13 @@ int pool_fill(struct node_pool *pool, unsigned need)
  * the allocator, so a failed call leaves memory exactly as it found it. */
 void pool_return(struct node_pool *pool)
 {
+	struct shelf *sh = &stash.shelf[pool->kind];
+
 	for (unsigned i = 0; i < pool->count; i++) {
-		if (i < pool->from_stash && stash.count < IDR_PRELOAD_NODES)
-			stash.node[stash.count++] = pool->node[i];
+		if (i < pool->from_stash && sh->count < IDR_PRELOAD_NODES)
+			sh->node[sh->count++] = pool->node[i];
 		else
-			mem_free(pool->node[i], sizeof(struct idr_node));
+			mem_free(pool->node[i], kind_bytes(pool->kind));
 	}
 	pool->count = 0;
 	pool->from_stash = 0;

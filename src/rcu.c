@@ -15,22 +15,30 @@
  */
 #include "internal.h"
 
+/* Once a node is unlinked its writer-only word ->free is free to carry
+ * what the RCU callback needs: the node's kind, and for a whole subtree its
+ * height too. */
 static void free_node_rcu(struct rcu_head *head)
 {
-	mem_free(caa_container_of(head, struct idr_node, rcu),
-		 sizeof(struct idr_node));
+	struct idr_node *node = caa_container_of(head, struct idr_node, rcu);
+
+	mem_free(node, kind_bytes((enum node_kind)node->free));
 }
 
 void node_retire(struct idr *idr, struct idr_node *node)
 {
+	enum node_kind kind = idr_kind(idr);
+
 	count_add(&idr->idr_nodes, -1);
-	if (idr->idr_flags & IDR_F_NO_RCU)
-		mem_free(node, sizeof(*node));
-	else
-		call_rcu(&node->rcu, free_node_rcu);
+	if (idr->idr_flags & IDR_F_NO_RCU) {
+		mem_free(node, kind_bytes(kind));
+		return;
+	}
+	node->free = kind;
+	call_rcu(&node->rcu, free_node_rcu);
 }
 
-void subtree_free(struct idr_node *node, unsigned height,
+void subtree_free(struct idr_node *node, unsigned height, enum node_kind kind,
 		  void (*leaf_fn)(void *entry))
 {
 	for (unsigned i = 0; i < NODE_SLOTS; i++) {
@@ -39,29 +47,31 @@ void subtree_free(struct idr_node *node, unsigned height,
 		if (!child)
 			continue;
 		if (height > 1)
-			subtree_free(child, height - 1, leaf_fn);
+			subtree_free(child, height - 1, kind, leaf_fn);
 		else if (leaf_fn)
 			leaf_fn(child);
 	}
-	mem_free(node, sizeof(*node));
+	mem_free(node, kind_bytes(kind));
 }
 
 static void free_subtree_rcu(struct rcu_head *head)
 {
 	struct idr_node *node = caa_container_of(head, struct idr_node, rcu);
 
-	subtree_free(node, (unsigned)node->free, NULL);
+	subtree_free(node, (unsigned)node->free & 0xff,
+		     (enum node_kind)(node->free >> 8), NULL);
 }
 
-/* A whole detached tree waits for one grace period, not one per node.
- * Readers never look at ->free, so the height can be parked there. */
+/* A whole detached tree waits for one grace period, not one per node. */
 void subtree_retire(struct idr *idr, struct idr_node *node, unsigned height)
 {
+	enum node_kind kind = idr_kind(idr);
+
 	if (idr->idr_flags & IDR_F_NO_RCU) {
-		subtree_free(node, height, NULL);
+		subtree_free(node, height, kind, NULL);
 		return;
 	}
-	node->free = height;
+	node->free = height | (uint64_t)kind << 8;
 	call_rcu(&node->rcu, free_subtree_rcu);
 }
 

@@ -308,7 +308,8 @@ void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry))
 		return;
 	publish_root(idr, NULL, 0);
 	if (leaf_fn)
-		subtree_free(root_node(root), root_height(root), leaf_fn);
+		subtree_free(root_node(root), root_height(root), idr_kind(idr),
+			     leaf_fn);
 	else
 		subtree_retire(idr, root_node(root), root_height(root));
 	__atomic_store_n(&idr->idr_nodes, 0, __ATOMIC_RELAXED);
