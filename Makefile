@@ -118,11 +118,18 @@ $(O)/examples/%: examples/%.c $(O)/libidr.a | $(O)/examples
 demo: $(O)/examples/demo $(O)/examples/migrate
 	$(O)/examples/demo
 
-$(O)/bench/%: bench/%.c $(O)/libidr.a | $(O)/bench
-	$(LINK_PROG)
+# The benchmark links libjudy (a peer) and interposes malloc to count heap.
+BENCH_SRCS := bench/bench.c bench/heap.c
+$(O)/bench/bench: $(BENCH_SRCS) bench/bench.h bench/flat.h bench/workloads.h $(O)/libidr.a | $(O)/bench
+	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $(BENCH_SRCS) $(O)/libidr.a $(LDLIBS) -lJudy
 
-bench: $(O)/bench/read_scaling
-	$(O)/bench/read_scaling
+# BENCH_ARGS: -n N, -r repeats, --large (N = 10M), --quick.
+BENCH_ARGS ?=
+bench:
+	@sh scripts/install-deps.sh libjudy-dev gnuplot
+	$(MAKE) $(O)/bench/bench
+	mkdir -p bench/results
+	$(O)/bench/bench --plot bench/results $(BENCH_ARGS)
 
 install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PKGDIR) $(DESTDIR)$(MANDIR)/man3

@@ -152,6 +152,9 @@ struct state {
 	struct ida ida;
 	struct model m;     /* the idr's entries */
 	struct model ida_m; /* the ida's IDs */
+	struct model hm;    /* IDR_F_HANDLES: each live ID's handle (as ptr) */
+	idr_handle_t ring[32]; /* recently issued handles, many soon stale */
+	unsigned ring_n, clock;
 	unsigned base, flags, cursor;
 	unsigned preload_depth;
 	bool used_rcu;
@@ -171,9 +174,11 @@ static void state_init(struct state *s, unsigned sel)
 
 	s->base = bases[sel % 4];
 	/* Mostly without RCU, whose frees are checked only in bulk. */
-	s->flags = sel % 8 == 7 ? 0 : IDR_F_NO_RCU;
-	s->used_rcu |= !s->flags;
+	s->flags = (sel % 8 == 7 ? 0 : IDR_F_NO_RCU) | (sel & 8 ? IDR_F_HANDLES : 0);
+	s->used_rcu |= !(s->flags & IDR_F_NO_RCU);
 	s->cursor = 0;
+	s->clock = 0;
+	s->ring_n = 0;
 	idr_init_flags(&s->idr, (int)s->base, s->flags);
 }
 
@@ -192,6 +197,26 @@ static void check_enomem(int err, long fired_before)
 	FZ_ASSERT((err == -ENOMEM) == (fired != fired_before));
 }
 
+/* A handle idr stamps each allocation with the next clock tick (never 0). */
+static idr_handle_t note_alloc(struct state *s, uint64_t id)
+{
+	if (!(s->flags & IDR_F_HANDLES))
+		return 0;
+	s->clock = s->clock + 1 ? s->clock + 1 : 1;
+	idr_handle_t h = idr_handle_make((uint32_t)id, s->clock);
+	model_insert(&s->hm, id, (void *)(uintptr_t)h);
+	s->ring[s->ring_n++ % 32] = h;
+	FZ_ASSERT(idr_handle_of(&s->idr, id) == h);
+	return h;
+}
+
+static void note_remove(struct state *s, uint64_t id)
+{
+	model_delete(&s->m, id);
+	if (model_get(&s->hm, id))
+		model_delete(&s->hm, id);
+}
+
 static void record_alloc(struct state *s, int err, uint64_t want, uint64_t got,
 			 void *ptr, long fired_before)
 {
@@ -204,6 +229,7 @@ static void record_alloc(struct state *s, int err, uint64_t want, uint64_t got,
 	}
 	FZ_ASSERT(err == 0 && got == want);
 	model_insert(&s->m, want, ptr);
+	note_alloc(s, want);
 }
 
 static void op_alloc(struct state *s, struct input *in)
@@ -284,6 +310,7 @@ static void op_get_new(struct state *s, struct input *in)
 	}
 	FZ_ASSERT(err == 0 && (uint64_t)id == want);
 	model_insert(&s->m, want, ptr);
+	note_alloc(s, want);
 }
 
 /* The seed pattern: after a preload, an allocation cannot fail for lack of
@@ -321,7 +348,55 @@ static void op_remove(struct state *s, struct input *in)
 	FZ_ASSERT(calls == c);
 	FZ_ASSERT(got == (e ? e->ptr : NULL));
 	if (e)
-		model_delete(&s->m, id);
+		note_remove(s, id);
+}
+
+static void op_alloc_handle(struct state *s, struct input *in)
+{
+	int start = get_int(in), end = get_int(in);
+	void *ptr = new_ptr(s, in);
+	idr_handle_t h = 1;
+	long f = fired;
+	int id = idr_alloc_handle(&s->idr, ptr, start, end, IDR_GFP_KERNEL, &h);
+
+	if (start < 0 || !(s->flags & IDR_F_HANDLES)) {
+		FZ_ASSERT(id == -EINVAL && h == 1);
+		return;
+	}
+	uint64_t max = end > 0 ? (uint64_t)end - 1 : INT_MAX;
+	record_alloc(s, id < 0 ? id : 0, want_idr(s, (uint64_t)start, max),
+		     (uint64_t)id, ptr, f);
+	FZ_ASSERT(id < 0 ? h == 1 : h == s->ring[(s->ring_n - 1) % 32]);
+}
+
+/* find/remove/replace by a recent handle, or a forged one: a handle acts
+ * only if it is its ID's current one. */
+static void op_handle_call(struct state *s, struct input *in)
+{
+	unsigned sel = get8(in), call = get8(in) % 3;
+	idr_handle_t h = s->ring_n && sel < 200 ?
+				 s->ring[sel % (s->ring_n < 32 ? s->ring_n : 32)] :
+				 idr_handle_make((uint32_t)get_id(in), get8(in));
+	uint64_t id = idr_handle_id(h);
+	struct model_entry *cur = model_get(&s->hm, id);
+	struct model_entry *e = model_get(&s->m, id);
+	bool current = cur && (idr_handle_t)(uintptr_t)cur->ptr == h;
+	long c = calls;
+
+	if (call == 0) {
+		FZ_ASSERT(idr_find_handle(&s->idr, h) == (current ? e->ptr : NULL));
+	} else if (call == 1) {
+		void *got = idr_remove_handle(&s->idr, h);
+		FZ_ASSERT(got == (current ? e->ptr : NULL));
+		if (current)
+			note_remove(s, id);
+	} else {
+		void *ptr = new_ptr(s, in), *got = idr_replace_handle(&s->idr, ptr, h);
+		FZ_ASSERT(got == (current ? e->ptr : IDR_ERR_PTR(-ENOENT)));
+		if (current)
+			e->ptr = ptr;
+	}
+	FZ_ASSERT(calls == c);
 }
 
 static void op_replace(struct state *s, struct input *in)
@@ -461,6 +536,7 @@ static void op_reset(struct state *s, struct input *in)
 	idr_destroy(&s->idr);
 	FZ_ASSERT(idr_is_empty(&s->idr) && idr_memory_usage(&s->idr) == 0);
 	model_free(&s->m);
+	model_free(&s->hm);
 	state_init(s, get8(in));
 }
 
@@ -475,7 +551,8 @@ static void (*const ops[])(struct state *, struct input *) = {
 	op_get_new,   op_preloaded_alloc, op_remove, op_remove,
 	op_replace,   op_find,         op_get_next,  op_for_each,
 	op_preload,   op_faults,       op_ida_alloc, op_ida_free,
-	op_ida_exists, op_reset,       op_cursor,
+	op_ida_exists, op_reset,       op_cursor,    op_alloc_handle,
+	op_handle_call, op_handle_call,
 };
 
 /* What both structures must satisfy after every operation. */
@@ -523,5 +600,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FZ_ASSERT(held() == held_before);
 	model_free(&s.m);
 	model_free(&s.ida_m);
+	model_free(&s.hm);
 	return 0;
 }
