@@ -77,7 +77,8 @@ struct idr {
 	unsigned int idr_next;    /* private: cursor for idr_alloc_cyclic() */
 	unsigned int idr_flags;   /* private */
 	unsigned int idr_reserve_count; /* private: idr_pre_get() reserve */
-	size_t idr_nodes;         /* private: nodes in the tree */
+	size_t idr_nodes;         /* private: full nodes in the tree */
+	size_t idr_sparse;        /* private: compact leaves in the tree */
 	void *idr_reserve;        /* private: idr_pre_get() reserve list */
 	int idr_reserve_lock;     /* private: guards the reserve */
 	int idr_writers;          /* private: IDR_DEBUG builds count writers */
@@ -86,7 +87,7 @@ struct idr {
 };
 
 #define IDR_INIT_FLAGS(name, base, flags)                                   \
-	{ NULL, (base), 0, (flags), 0, 0, NULL, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER }
+	{ NULL, (base), 0, (flags), 0, 0, 0, NULL, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER }
 #define IDR_INIT_BASE(name, base) IDR_INIT_FLAGS(name, base, 0)
 #define IDR_INIT(name) IDR_INIT_BASE(name, 0)
 /* A statically initialized, empty idr handing out IDs from 0. */

@@ -12,7 +12,7 @@ struct census {
 	bool ida;
 	bool gens; /* IDR_F_HANDLES: every allocated slot has a generation */
 	uint64_t limit; /* highest index an entry may have */
-	size_t nodes, bitmaps;
+	size_t nodes, bitmaps, sparse;
 };
 
 static int violation(const struct census *c, uint64_t base, unsigned h,
@@ -73,6 +73,37 @@ static int check_idr_leaf(const struct census *c, struct idr_node *n,
 	return 0;
 }
 
+/* A sparse leaf: never full, never empty, offsets distinct. */
+static int check_sparse(struct census *c, void *word, uint64_t base)
+{
+	if (c->ida || c->gens)
+		return violation(c, base, 1, "sparse leaf in a tree that has none");
+	if (((uintptr_t)word & TAG_MASK) == TAG_COMPACT) {
+		const struct cleaf *leaf = (const void *)((uintptr_t)word & ~TAG_MASK);
+		uint64_t seen = 0;
+		unsigned used = 0;
+		for (unsigned lane = 0; lane < 8; lane++) {
+			unsigned off = (unsigned)(leaf->lanes >> (8 * lane)) & 0xff;
+			if (off == LANE_FREE)
+				continue;
+			if (lane >= CLEAF_CAP || off >= NODE_SLOTS || has(seen, off))
+				return violation(c, base, 1, "compact leaf lanes are bad");
+			seen |= (uint64_t)1 << off;
+			used++;
+		}
+		if (!used)
+			return violation(c, base, 1, "empty compact leaf kept");
+		if (sparse_taken(word) != seen)
+			return violation(c, base, 1, "compact leaf offsets disagree");
+		c->sparse++;
+	}
+	uint64_t taken = sparse_taken(word);
+	for (uint64_t t = taken; t; t &= t - 1)
+		if (base + (uint64_t)__builtin_ctzll(t) > c->limit)
+			return violation(c, base, 1, "ID beyond the ID range");
+	return 0;
+}
+
 static int check_node(struct census *c, struct idr_node *n, unsigned h,
 		      uint64_t base)
 {
@@ -88,6 +119,13 @@ static int check_node(struct census *c, struct idr_node *n, unsigned h,
 
 		if (has(n->children, i) != (child != NULL))
 			return violation(c, cbase, h, "child bit disagrees with slot");
+		if (h == 2 && is_sparse(child)) {
+			int err = has(n->free, i) ? check_sparse(c, child, cbase) :
+				  violation(c, cbase, h, "sparse leaf marked full");
+			if (err)
+				return err;
+			continue;
+		}
 		if (has(n->free, i) != (!child || child->free))
 			return violation(c, cbase, h,
 					 "free bit disagrees with the child");
@@ -110,7 +148,7 @@ static int check_tree(struct census *c, const struct idr *idr)
 		return h || top ? violation(c, 0, h, "root and height disagree") : 0;
 	if (h > MAX_HEIGHT)
 		return violation(c, 0, h, "tree too tall");
-	if (h > 1 && top->children == 1)
+	if (h > 1 && top->children == 1 && !(h == 2 && is_sparse(top->slots[0])))
 		return violation(c, 0, h, "root level left unshrunk");
 	return check_node(c, top, h, 0);
 }
@@ -130,17 +168,19 @@ static int check_reserve(const struct census *c, const struct idr *idr)
 int idr_check(const struct idr *idr)
 {
 	struct census c = { "idr_check", false, idr_kind(idr) == KIND_GEN,
-			    UINT32_MAX - idr->idr_base, 0, 0 };
+			    UINT32_MAX - idr->idr_base, 0, 0, 0 };
 	int err = check_tree(&c, idr);
 
 	if (!err && c.nodes != __atomic_load_n(&idr->idr_nodes, __ATOMIC_RELAXED))
 		err = violation(&c, 0, 0, "node count is wrong");
+	if (!err && c.sparse != __atomic_load_n(&idr->idr_sparse, __ATOMIC_RELAXED))
+		err = violation(&c, 0, 0, "compact leaf count is wrong");
 	return err ? err : check_reserve(&c, idr);
 }
 
 int ida_check(struct ida *ida)
 {
-	struct census c = { "ida_check", true, false, INT_MAX / IDA_CHUNK_IDS, 0, 0 };
+	struct census c = { "ida_check", true, false, INT_MAX / IDA_CHUNK_IDS, 0, 0, 0 };
 
 	idr_lock(&ida->ida_rt);
 	int err = check_tree(&c, &ida->ida_rt);

@@ -78,18 +78,18 @@ static void set_bit_in(uint64_t *bitmap, unsigned b)
 static int add_chunk(struct ida *ida, uint64_t chunk, unsigned b)
 {
 	struct node_pool pool = { .count = 0 };
-	unsigned need = tree_nodes_needed(&ida->ida_rt, chunk);
+	struct insert_need need = tree_needs(&ida->ida_rt, chunk, NULL, false);
 	uint64_t *bitmap = mem_alloc(CHUNK_BYTES);
 
 	if (!bitmap)
 		return -ENOMEM;
-	if (need && pool_fill(&pool, KIND_PLAIN, need)) {
+	if (need.full && pool_fill(&pool, KIND_PLAIN, need)) {
 		mem_free(bitmap, CHUNK_BYTES);
 		return -ENOMEM;
 	}
 	memset(bitmap, 0, CHUNK_BYTES);
 	set_bit_in(bitmap, b);
-	*tree_insert(&ida->ida_rt, chunk, &pool, false) = bitmap;
+	tree_insert(&ida->ida_rt, chunk, &pool, bitmap, false, false);
 	count_add(&ida->ida_bitmaps, 1);
 	return 0;
 }
@@ -171,7 +171,7 @@ void ida_free(struct ida *ida, unsigned int id)
 	bool was_full = bitmap_full(bitmap);
 	bitmap[b / 64] &= ~((uint64_t)1 << (b % 64));
 	if (bitmap_empty(bitmap)) {
-		tree_release(&ida->ida_rt, chunk);
+		tree_release(&ida->ida_rt, chunk, false);
 		mem_free(bitmap, CHUNK_BYTES);
 		count_add(&ida->ida_bitmaps, -1);
 	} else if (was_full) {

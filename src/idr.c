@@ -56,15 +56,20 @@ static int alloc_in_tree(struct idr *idr, void *ptr, uint64_t min,
 	uint64_t index = tree_find_free(idr, min - base);
 	if (index > max - base)
 		return -ENOSPC;
-	unsigned need = tree_nodes_needed(idr, index);
-	if (fixed && need > fixed->count)
+	/* The old API's reserve holds full nodes only: no sparse leaves. */
+	bool sparse_ok = !fixed && sparse_allowed(idr);
+	struct insert_need need = tree_needs(idr, index, ptr, sparse_ok);
+	if (fixed && need.full > fixed->count)
 		return -EAGAIN;
-	if (!fixed && need && pool_fill(pool, kind, need))
+	if (!fixed && (need.full || need.compact) && pool_fill(pool, kind, need))
 		return -ENOMEM;
-	void **slot = tree_insert(idr, index, pool, true);
-	if (kind == KIND_GEN)
+	if (kind == KIND_GEN) {
+		void **slot = tree_insert(idr, index, pool, NULL, true, false);
 		stamp_generation(idr, slot, index);
-	slot_store(slot, ptr); /* after the generation: see handle.c */
+		slot_store(slot, ptr); /* after the generation: see handle.c */
+	} else {
+		tree_insert(idr, index, pool, ptr, true, sparse_ok);
+	}
 	*id = index + base;
 	return 0;
 }
@@ -150,47 +155,40 @@ void *idr_find(const struct idr *idr, unsigned long id)
 	const struct idr_node *node = root_node(root);
 	for (unsigned shift = NODE_BITS * (h - 1); shift; shift -= NODE_BITS) {
 		node = slot_load(&node->slots[(index >> shift) & NODE_MASK]);
+		if (__builtin_expect(is_sparse(node), 0))
+			return sparse_find(node, (unsigned)(index & NODE_MASK));
 		if (!node)
 			return NULL;
 	}
 	return slot_load(&node->slots[index & NODE_MASK]);
 }
 
-/* The slot of allocated @id, or NULL if @id is not allocated. */
-static void **allocated_slot(const struct idr *idr, unsigned long id)
-{
-	uint64_t index = index_of(idr, id);
-	struct idr_node *leaf;
-	void **slot;
-
-	if (index == INDEX_NONE || !(slot = tree_lookup_slot(idr, index, &leaf)))
-		return NULL;
-	if (leaf->free & ((uint64_t)1 << (index & NODE_MASK)))
-		return NULL;
-	return slot;
-}
-
 void *idr_remove(struct idr *idr, unsigned long id)
 {
-	writer_enter(idr, "idr_remove");
-	void **slot = allocated_slot(idr, id), *old = NULL;
+	uint64_t index = index_of(idr, id);
+	void *old = NULL;
 
-	if (slot) {
-		old = *slot;
-		tree_release(idr, index_of(idr, id));
-	}
+	writer_enter(idr, "idr_remove");
+	if (index != INDEX_NONE && tree_get(idr, index, &old))
+		tree_release(idr, index, sparse_allowed(idr));
+	else
+		old = NULL;
 	writer_exit(idr);
 	return old;
 }
 
 void *idr_replace(struct idr *idr, void *ptr, unsigned long id)
 {
-	writer_enter(idr, "idr_replace");
-	void **slot = allocated_slot(idr, id), *old = IDR_ERR_PTR(-ENOENT);
+	uint64_t index = index_of(idr, id);
+	void *old = IDR_ERR_PTR(-ENOENT);
 
-	if (slot) {
-		old = *slot;
-		slot_store(slot, ptr);
+	writer_enter(idr, "idr_replace");
+	if (index != INDEX_NONE && tree_get(idr, index, &old)) {
+		int err = tree_set(idr, index, ptr);
+		if (err)
+			old = IDR_ERR_PTR(err);
+	} else {
+		old = IDR_ERR_PTR(-ENOENT);
 	}
 	writer_exit(idr);
 	return old;
@@ -245,5 +243,7 @@ void idr_set_cursor(struct idr *idr, unsigned int val)
 size_t idr_memory_usage(const struct idr *idr)
 {
 	return __atomic_load_n(&idr->idr_nodes, __ATOMIC_RELAXED) *
-	       kind_bytes(idr_kind(idr));
+		       kind_bytes(idr_kind(idr)) +
+	       __atomic_load_n(&idr->idr_sparse, __ATOMIC_RELAXED) *
+		       sizeof(struct cleaf);
 }

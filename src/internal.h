@@ -43,15 +43,43 @@ struct idr_node {
  * of a handle idr has the array (interior ones leave it unused), so the
  * stash and the pools only ever need to know the kind, never the level.
  */
-enum node_kind { KIND_PLAIN, KIND_GEN, NODE_KINDS };
+enum node_kind { KIND_PLAIN, KIND_GEN, KIND_COMPACT, NODE_KINDS };
 
 static inline enum node_kind idr_kind(const struct idr *idr)
 {
 	return idr->idr_flags & IDR_F_HANDLES ? KIND_GEN : KIND_PLAIN;
 }
 
+/*
+ * Sparse leaves (src/sparse.c).  A leaf-level slot of a plain idr may hold,
+ * instead of a full leaf node, a tagged word:
+ *   ...00  a full leaf (or NULL)
+ *   ...01  a compact leaf: up to CLEAF_CAP entries in lanes
+ *   ...11  a singleton: one entry, its pointer and offset in the word itself
+ * so an idr whose IDs are scattered costs a few words per ID, not 536 bytes
+ * per leaf.  Node pointers are malloc-aligned, so the tags are free.
+ */
+#define CLEAF_CAP 4
+#define LANE_FREE 0xffu
+struct cleaf {
+	uint64_t lanes;          /* byte i: offset held by lane i, or LANE_FREE */
+	void *ptr[CLEAF_CAP];
+	struct rcu_head rcu;     /* its own: readers may still be in lanes */
+};
+
+#define TAG_MASK ((uintptr_t)3)
+#define TAG_COMPACT ((uintptr_t)1)
+#define TAG_SINGLE ((uintptr_t)3)
+
+static inline bool is_sparse(const void *leaf_word)
+{
+	return (uintptr_t)leaf_word & TAG_MASK;
+}
+
 static inline size_t kind_bytes(enum node_kind kind)
 {
+	if (kind == KIND_COMPACT)
+		return sizeof(struct cleaf);
 	return sizeof(struct idr_node) +
 	       (kind == KIND_GEN ? NODE_SLOTS * sizeof(uint32_t) : 0);
 }
@@ -103,19 +131,30 @@ struct node_pool {
 	unsigned count;
 	unsigned from_stash;
 	enum node_kind kind;
+	struct cleaf *cleaf;     /* one compact leaf, if the insertion needs it */
+	bool cleaf_from_stash;
+};
+
+/* What one insertion will take from its pool. */
+struct insert_need {
+	unsigned full;
+	bool compact;
 };
 
 /* tree.c */
 IDR_HIDDEN uint64_t tree_find_free(const struct idr *idr, uint64_t start);
-IDR_HIDDEN unsigned tree_nodes_needed(const struct idr *idr, uint64_t index);
+IDR_HIDDEN struct insert_need tree_needs(const struct idr *idr, uint64_t index,
+				       const void *ptr, bool sparse_ok);
 IDR_HIDDEN void **tree_insert(struct idr *idr, uint64_t index,
-			      struct node_pool *pool, bool full);
+			      struct node_pool *pool, void *ptr, bool full,
+			      bool sparse_ok);
+IDR_HIDDEN bool tree_get(const struct idr *idr, uint64_t index, void **value);
+IDR_HIDDEN int tree_set(struct idr *idr, uint64_t index, void *ptr);
 IDR_HIDDEN void **tree_lookup_slot(const struct idr *idr, uint64_t index,
 				   struct idr_node **leaf);
 IDR_HIDDEN void tree_mark_full(struct idr *idr, uint64_t index);
 IDR_HIDDEN void tree_mark_free(struct idr *idr, uint64_t index);
-IDR_HIDDEN bool tree_is_free(const struct idr *idr, uint64_t index);
-IDR_HIDDEN void tree_release(struct idr *idr, uint64_t index);
+IDR_HIDDEN void tree_release(struct idr *idr, uint64_t index, bool sparse_ok);
 IDR_HIDDEN void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry));
 IDR_HIDDEN uint64_t tree_next_entry(const struct idr *idr, uint64_t index,
 				    uint64_t last, void **entry);
@@ -175,14 +214,37 @@ static inline void writer_exit(struct idr *idr)
 IDR_HIDDEN void *mem_alloc(size_t size);
 IDR_HIDDEN void mem_free(void *p, size_t size);
 IDR_HIDDEN int pool_fill(struct node_pool *pool, enum node_kind kind,
-			 unsigned need);
+			 struct insert_need need);
+IDR_HIDDEN struct cleaf *pool_take_cleaf(struct node_pool *pool);
 IDR_HIDDEN void stock_kind(enum node_kind kind);
 IDR_HIDDEN void pool_return(struct node_pool *pool);
 IDR_HIDDEN struct idr_node *pool_take(struct node_pool *pool);
 IDR_HIDDEN void report(const char *func, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* sparse.c: a leaf-level word that is_sparse(); @slot is where it lives */
+IDR_HIDDEN bool sparse_allowed(const struct idr *idr);
+IDR_HIDDEN bool prefer_single(const void *ptr);
+IDR_HIDDEN uint64_t sparse_taken(const void *word);
+IDR_HIDDEN void *sparse_find(const void *word, unsigned off);
+IDR_HIDDEN bool sparse_next(const void *word, unsigned from, unsigned *off,
+			    void **entry);
+IDR_HIDDEN bool sparse_get(const void *word, unsigned off, void **value);
+IDR_HIDDEN bool sparse_needs_full(const void *word);
+IDR_HIDDEN struct idr_node *sparse_to_full(struct idr *idr, void **slot,
+					   struct node_pool *pool);
+IDR_HIDDEN void sparse_new(struct idr *idr, void **slot, unsigned off,
+			   void *ptr, struct node_pool *pool);
+IDR_HIDDEN void sparse_insert(struct idr *idr, void **slot, unsigned off,
+			      void *ptr, struct node_pool *pool);
+IDR_HIDDEN int sparse_set(struct idr *idr, void **slot, unsigned off, void *ptr);
+IDR_HIDDEN bool sparse_remove(struct idr *idr, void **slot, unsigned off);
+IDR_HIDDEN void sparse_demote(struct idr *idr, void **slot);
+IDR_HIDDEN void sparse_free(void *word);
+IDR_HIDDEN struct idr_node *node_new(struct idr *idr, struct node_pool *pool);
+
 /* rcu.c */
+IDR_HIDDEN void cleaf_retire(struct idr *idr, struct cleaf *c);
 IDR_HIDDEN void node_retire(struct idr *idr, struct idr_node *node);
 IDR_HIDDEN void subtree_retire(struct idr *idr, struct idr_node *node,
 			       unsigned height);

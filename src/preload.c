@@ -106,9 +106,15 @@ struct stash {
 
 static _Thread_local struct stash stash;
 
-/* Which kinds idr_preload() stocks: the plain kind always, the larger one
- * once the process has a handle idr.  Never cleared. */
-static unsigned stocked_kinds = 1u << KIND_PLAIN;
+/* Which kinds idr_preload() stocks: plain nodes and a compact leaf always,
+ * the larger kind once the process has a handle idr.  Never cleared. */
+static unsigned stocked_kinds = 1u << KIND_PLAIN | 1u << KIND_COMPACT;
+
+/* An insertion takes at most one compact leaf. */
+static unsigned shelf_target(unsigned kind)
+{
+	return kind == KIND_COMPACT ? 1 : IDR_PRELOAD_NODES;
+}
 
 void stock_kind(enum node_kind kind)
 {
@@ -169,7 +175,7 @@ void idr_preload(idr_gfp_t gfp)
 	for (unsigned k = 0; k < NODE_KINDS; k++) {
 		struct shelf *sh = &stash.shelf[k];
 
-		while ((kinds >> k & 1) && sh->count < IDR_PRELOAD_NODES) {
+		while ((kinds >> k & 1) && sh->count < shelf_target(k)) {
 			struct idr_node *n = mem_alloc(kind_bytes(k));
 			if (!n)
 				return;
@@ -198,18 +204,27 @@ void idr_preload_drain(void)
 
 /* ---------------------------------------------------------------------- */
 
-/* Gather @need nodes of @kind: the stash's first, then the allocator's.  All
- * or nothing: on failure everything goes back where it came from. */
-int pool_fill(struct node_pool *pool, enum node_kind kind, unsigned need)
+/* Take from @sh, else from the allocator. */
+static void *shelf_or_alloc(struct shelf *sh, unsigned kind, bool *from_shelf)
+{
+	*from_shelf = sh->count != 0;
+	return sh->count ? sh->node[--sh->count] : mem_alloc(kind_bytes(kind));
+}
+
+/* Gather what one insertion needs: @need.full nodes of @kind and maybe a
+ * compact leaf, the stash's first, then the allocator's.  All or nothing:
+ * on failure everything goes back where it came from. */
+int pool_fill(struct node_pool *pool, enum node_kind kind, struct insert_need need)
 {
 	struct shelf *sh = &stash.shelf[kind];
 
 	pool->kind = kind;
 	pool->count = 0;
-	while (pool->count < need && sh->count)
+	pool->cleaf = NULL;
+	while (pool->count < need.full && sh->count)
 		pool->node[pool->count++] = sh->node[--sh->count];
 	pool->from_stash = pool->count;
-	while (pool->count < need) {
+	while (pool->count < need.full) {
 		struct idr_node *n = mem_alloc(kind_bytes(kind));
 		if (!n) {
 			pool_return(pool);
@@ -217,7 +232,23 @@ int pool_fill(struct node_pool *pool, enum node_kind kind, unsigned need)
 		}
 		pool->node[pool->count++] = n;
 	}
+	if (need.compact) {
+		pool->cleaf = shelf_or_alloc(&stash.shelf[KIND_COMPACT], KIND_COMPACT,
+					     &pool->cleaf_from_stash);
+		if (!pool->cleaf) {
+			pool_return(pool);
+			return -ENOMEM;
+		}
+	}
 	return 0;
+}
+
+static void give_back(struct shelf *sh, unsigned kind, void *n, bool from_stash)
+{
+	if (from_stash && sh->count < IDR_PRELOAD_NODES)
+		sh->node[sh->count++] = n;
+	else
+		mem_free(n, kind_bytes(kind));
 }
 
 /* Give back what a pool did not use: stash nodes to the stash, the rest to
@@ -226,14 +257,22 @@ void pool_return(struct node_pool *pool)
 {
 	struct shelf *sh = &stash.shelf[pool->kind];
 
-	for (unsigned i = 0; i < pool->count; i++) {
-		if (i < pool->from_stash && sh->count < IDR_PRELOAD_NODES)
-			sh->node[sh->count++] = pool->node[i];
-		else
-			mem_free(pool->node[i], kind_bytes(pool->kind));
-	}
+	for (unsigned i = 0; i < pool->count; i++)
+		give_back(sh, pool->kind, pool->node[i], i < pool->from_stash);
+	if (pool->cleaf)
+		give_back(&stash.shelf[KIND_COMPACT], KIND_COMPACT, pool->cleaf,
+			  pool->cleaf_from_stash);
 	pool->count = 0;
 	pool->from_stash = 0;
+	pool->cleaf = NULL;
+}
+
+struct cleaf *pool_take_cleaf(struct node_pool *pool)
+{
+	struct cleaf *c = pool->cleaf;
+
+	pool->cleaf = NULL;
+	return c;
 }
 
 struct idr_node *pool_take(struct node_pool *pool)

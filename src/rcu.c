@@ -38,6 +38,20 @@ void node_retire(struct idr *idr, struct idr_node *node)
 	call_rcu(&node->rcu, free_node_rcu);
 }
 
+static void free_cleaf_rcu(struct rcu_head *head)
+{
+	mem_free(caa_container_of(head, struct cleaf, rcu), sizeof(struct cleaf));
+}
+
+void cleaf_retire(struct idr *idr, struct cleaf *c)
+{
+	count_add(&idr->idr_sparse, -1);
+	if (idr->idr_flags & IDR_F_NO_RCU)
+		mem_free(c, sizeof(*c));
+	else
+		call_rcu(&c->rcu, free_cleaf_rcu);
+}
+
 void subtree_free(struct idr_node *node, unsigned height, enum node_kind kind,
 		  void (*leaf_fn)(void *entry))
 {
@@ -46,7 +60,9 @@ void subtree_free(struct idr_node *node, unsigned height, enum node_kind kind,
 
 		if (!child)
 			continue;
-		if (height > 1)
+		if (height == 2 && is_sparse(child))
+			sparse_free(child);
+		else if (height > 1)
 			subtree_free(child, height - 1, kind, leaf_fn);
 		else if (leaf_fn)
 			leaf_fn(child);

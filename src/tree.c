@@ -46,9 +46,10 @@ static void publish_root(struct idr *idr, struct idr_node *node, unsigned h)
 			 __ATOMIC_RELEASE);
 }
 
-/* Fill @p with the nodes from the root to @index's leaf.  Returns false if
- * the tree does not reach that leaf. */
-static bool walk(const struct idr *idr, uint64_t index, struct path *p)
+/* Fill @p with the nodes from the root down to level @stop (or the root
+ * leaf) on @index's path.  Returns false if the tree does not reach it. */
+static bool walk_to(const struct idr *idr, uint64_t index, struct path *p,
+		    unsigned stop)
 {
 	uintptr_t root = root_load(idr);
 	unsigned h = root_height(root);
@@ -62,12 +63,18 @@ static bool walk(const struct idr *idr, uint64_t index, struct path *p)
 
 		p->node[level] = node;
 		p->off[level] = off;
-		if (level == 1)
+		if (level <= stop)
 			return true;
 		node = node->slots[off];
 		if (!node)
 			return false;
 	}
+}
+
+/* The same, down to a full leaf (trees without sparse leaves). */
+static bool walk(const struct idr *idr, uint64_t index, struct path *p)
+{
+	return walk_to(idr, index, p, 1);
 }
 
 static uint64_t subtree_find_free(const struct idr_node *n, unsigned h,
@@ -87,6 +94,16 @@ static uint64_t subtree_find_free(const struct idr_node *n, unsigned h,
 
 		if (h == 1 || !(child = n->slots[o]))
 			return cstart;
+		if (h == 2 && is_sparse(child)) {
+			/* Never full: a free offset at or after cstart, or
+			 * (only for the first candidate) none. */
+			uint64_t room = ~sparse_taken(child) &
+					(~(uint64_t)0 << (cstart - cbase));
+			if (room)
+				return cbase + (uint64_t)__builtin_ctzll(room);
+			bits &= bits - 1;
+			continue;
+		}
 		uint64_t found = subtree_find_free(child, h - 1, cbase, cstart);
 		if (found != INDEX_NONE)
 			return found;
@@ -108,8 +125,31 @@ uint64_t tree_find_free(const struct idr *idr, uint64_t start)
 	return found == INDEX_NONE ? span(h) : found;
 }
 
-/* How many nodes tree_insert(@index) will take from its pool. */
-unsigned tree_nodes_needed(const struct idr *idr, uint64_t index)
+/* Will a leaf created for @index start sparse?  Not at offset 0, where
+ * dense allocation enters each new leaf, nor without a parent to hold a
+ * sparse word. */
+static bool starts_sparse(uint64_t index, unsigned height, bool sparse_ok)
+{
+	return sparse_ok && height > 1 && (index & NODE_MASK);
+}
+
+/* A new path of @levels levels down to @index's leaf (the leaf included). */
+static struct insert_need new_path(uint64_t index, unsigned levels,
+				   unsigned height, const void *ptr,
+				   bool sparse_ok)
+{
+	struct insert_need need = { levels, false };
+
+	if (levels && starts_sparse(index, height, sparse_ok)) {
+		need.full--;
+		need.compact = !prefer_single(ptr);
+	}
+	return need;
+}
+
+/* What tree_insert(@index, @ptr) will take from its pool. */
+struct insert_need tree_needs(const struct idr *idr, uint64_t index,
+			      const void *ptr, bool sparse_ok)
 {
 	uintptr_t root = root_load(idr);
 	unsigned h = root_height(root);
@@ -117,19 +157,35 @@ unsigned tree_nodes_needed(const struct idr *idr, uint64_t index)
 	const struct idr_node *node = root_node(root);
 
 	if (!h)
-		return target;
-	if (index >= span(h))
+		return new_path(index, target, target, ptr, sparse_ok);
+	if (index >= span(h)) {
 		/* New levels on top, then a fresh path below the new root. */
-		return (target - h) + (target - 1);
-	for (unsigned level = h; level > 1; level--) {
-		node = node->slots[slot_offset(index, level)];
-		if (!node)
-			return level - 1;
+		struct insert_need need = new_path(index, target - 1, target, ptr,
+						   sparse_ok);
+		need.full += target - h;
+		return need;
 	}
-	return 0;
+	for (unsigned level = h; level > 1; level--) {
+		const void *child = node->slots[slot_offset(index, level)];
+		if (!child)
+			return new_path(index, level - 1, h, ptr, sparse_ok);
+		if (level == 2 && is_sparse(child)) {
+			/* A singleton becomes compact; a full compact leaf,
+			 * or any sparse leaf where none may be made, a full
+			 * one. */
+			struct insert_need need = { 0, false };
+			if (!sparse_ok || sparse_needs_full(child))
+				need.full = 1;
+			else
+				need.compact = ((uintptr_t)child & TAG_MASK) == TAG_SINGLE;
+			return need;
+		}
+		node = child;
+	}
+	return (struct insert_need){ 0, false };
 }
 
-static struct idr_node *node_new(struct idr *idr, struct node_pool *pool)
+struct idr_node *node_new(struct idr *idr, struct node_pool *pool)
 {
 	struct idr_node *n = pool_take(pool);
 
@@ -189,11 +245,12 @@ static void path_mark_free(struct path *p)
 
 /*
  * Make the path to @index exist, mark its leaf slot occupied and, with
- * @full, no longer free.  Takes exactly tree_nodes_needed() nodes from @pool.
- * Returns the leaf slot, for the caller to publish its entry into.
+ * @full, no longer free, and publish @ptr there.  Takes exactly what
+ * tree_needs() said from @pool.  Returns the full leaf's slot, or NULL if
+ * the entry went into a sparse leaf.
  */
 void **tree_insert(struct idr *idr, uint64_t index, struct node_pool *pool,
-		   bool full)
+		   void *ptr, bool full, bool sparse_ok)
 {
 	struct path p;
 
@@ -209,10 +266,25 @@ void **tree_insert(struct idr *idr, uint64_t index, struct node_pool *pool,
 		p.off[level] = off;
 		if (level == 1)
 			break;
-		struct idr_node *child = node->slots[off];
+		void **slot = &node->slots[off];
+		struct idr_node *child = *slot;
+		if (level == 2 && child && is_sparse(child) && !sparse_ok)
+			child = sparse_to_full(idr, slot, pool);
+		if (level == 2 && (child ? is_sparse(child) :
+				   starts_sparse(index, p.height, sparse_ok))) {
+			if (child) {
+				sparse_insert(idr, slot, (unsigned)(index & NODE_MASK),
+					      ptr, pool);
+			} else {
+				sparse_new(idr, slot, (unsigned)(index & NODE_MASK),
+					   ptr, pool);
+				node->children |= bit(off);
+			}
+			return NULL; /* a sparse leaf is never full */
+		}
 		if (!child) {
 			child = node_new(idr, pool);
-			slot_store(&node->slots[off], child);
+			slot_store(slot, child);
 			node->children |= bit(off);
 		}
 		node = child;
@@ -220,7 +292,47 @@ void **tree_insert(struct idr *idr, uint64_t index, struct node_pool *pool,
 	node->children |= bit(p.off[1]);
 	if (full)
 		path_mark_full(&p, 1);
+	slot_store(&node->slots[p.off[1]], ptr);
 	return &node->slots[p.off[1]];
+}
+
+/* The leaf-level word that covers @index, and the path above it: NULL if
+ * there is none.  Writer side. */
+static void *leaf_word(const struct idr *idr, uint64_t index, struct path *p)
+{
+	if (!walk_to(idr, index, p, 2))
+		return NULL;
+	if (p->height == 1)
+		return p->node[1];
+	return p->node[2]->slots[p->off[2]];
+}
+
+bool tree_get(const struct idr *idr, uint64_t index, void **value)
+{
+	struct path p;
+	void *word = leaf_word(idr, index, &p);
+	unsigned off = (unsigned)(index & NODE_MASK);
+
+	if (!word)
+		return false;
+	if (is_sparse(word))
+		return sparse_get(word, off, value);
+	const struct idr_node *leaf = word;
+	*value = leaf->slots[off];
+	return !(leaf->free & bit(off));
+}
+
+/* Replace allocated @index's value. */
+int tree_set(struct idr *idr, uint64_t index, void *ptr)
+{
+	struct path p;
+	void *word = leaf_word(idr, index, &p);
+	unsigned off = (unsigned)(index & NODE_MASK);
+
+	if (is_sparse(word))
+		return sparse_set(idr, &p.node[2]->slots[p.off[2]], off, ptr);
+	slot_store(&((struct idr_node *)word)->slots[off], ptr);
+	return 0;
 }
 
 /* The leaf slot of @index, or NULL if no leaf covers it; *@leaf gets the
@@ -234,13 +346,6 @@ void **tree_lookup_slot(const struct idr *idr, uint64_t index,
 		return NULL;
 	*leaf = p.node[1];
 	return &(*leaf)->slots[p.off[1]];
-}
-
-bool tree_is_free(const struct idr *idr, uint64_t index)
-{
-	struct path p;
-
-	return !walk(idr, index, &p) || (p.node[1]->free & bit(p.off[1]));
 }
 
 void tree_mark_full(struct idr *idr, uint64_t index)
@@ -269,35 +374,64 @@ static void shrink(struct idr *idr)
 	while (h > 1 && top->children == 1) {
 		struct idr_node *child = top->slots[0];
 
+		if (is_sparse(child))
+			return; /* the root must be a node: stay at height 2 */
 		publish_root(idr, child, --h);
 		node_retire(idr, top);
 		top = child;
 	}
 }
 
-/* Empty @index's leaf slot, mark it free, and free the nodes that empties. */
-void tree_release(struct idr *idr, uint64_t index)
+/* Levels @from and up: free each node left with nothing below it, then the
+ * levels the root no longer needs. */
+static void unlink_empty(struct idr *idr, struct path *p, unsigned from)
 {
-	struct path p;
-
-	if (!walk(idr, index, &p))
-		return;
-	slot_store(&p.node[1]->slots[p.off[1]], NULL);
-	p.node[1]->children &= ~bit(p.off[1]);
-	path_mark_free(&p);
-	for (unsigned level = 1; p.node[level]->children == 0; level++) {
-		if (level == p.height) {
+	for (unsigned level = from; p->node[level]->children == 0; level++) {
+		if (level == p->height) {
 			publish_root(idr, NULL, 0);
-			node_retire(idr, p.node[level]);
+			node_retire(idr, p->node[level]);
 			return;
 		}
-		struct idr_node *parent = p.node[level + 1];
-		slot_store(&parent->slots[p.off[level + 1]], NULL);
-		parent->children &= ~bit(p.off[level + 1]);
-		parent->free |= bit(p.off[level + 1]);
-		node_retire(idr, p.node[level]);
+		struct idr_node *parent = p->node[level + 1];
+		slot_store(&parent->slots[p->off[level + 1]], NULL);
+		parent->children &= ~bit(p->off[level + 1]);
+		parent->free |= bit(p->off[level + 1]);
+		node_retire(idr, p->node[level]);
 	}
 	shrink(idr);
+}
+
+/* Empty @index's leaf slot, mark it free, and free the nodes that empties;
+ * with @sparse_ok, a leaf left nearly empty takes a sparse form. */
+void tree_release(struct idr *idr, uint64_t index, bool sparse_ok)
+{
+	struct path p;
+	void *word = leaf_word(idr, index, &p);
+	unsigned off = (unsigned)(index & NODE_MASK);
+
+	if (!word)
+		return;
+	if (is_sparse(word)) {
+		struct idr_node *parent = p.node[2];
+		if (sparse_remove(idr, &parent->slots[p.off[2]], off)) {
+			parent->children &= ~bit(p.off[2]);
+			unlink_empty(idr, &p, 2);
+		}
+		return;
+	}
+	struct idr_node *leaf = word;
+	p.node[1] = leaf;
+	p.off[1] = off;
+	slot_store(&leaf->slots[off], NULL);
+	leaf->children &= ~bit(off);
+	path_mark_free(&p);
+	uint64_t left = leaf->children;
+	if (!left) {
+		unlink_empty(idr, &p, 1);
+		return;
+	}
+	if (sparse_ok && p.height > 1 && __builtin_popcountll(left) <= CLEAF_CAP)
+		sparse_demote(idr, &p.node[2]->slots[p.off[2]]);
 }
 
 void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry))
@@ -313,6 +447,7 @@ void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry))
 	else
 		subtree_retire(idr, root_node(root), root_height(root));
 	__atomic_store_n(&idr->idr_nodes, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&idr->idr_sparse, 0, __ATOMIC_RELAXED);
 }
 
 static uint64_t subtree_next(const struct idr_node *n, unsigned h,
@@ -332,6 +467,13 @@ static uint64_t subtree_next(const struct idr_node *n, unsigned h,
 		if (h == 1) {
 			*entry = child;
 			return cbase;
+		}
+		if (h == 2 && is_sparse(child)) {
+			unsigned from = cbase > start ? 0 : (unsigned)(start - cbase);
+			unsigned got;
+			if (sparse_next(child, from, &got, entry))
+				return cbase + got <= last ? cbase + got : INDEX_NONE;
+			continue;
 		}
 		uint64_t found = subtree_next(child, h - 1, cbase,
 					      cbase > start ? cbase : start,

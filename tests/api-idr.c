@@ -264,8 +264,9 @@ TEST(tree_grows_and_shrinks_with_ids)
 	CHECK_EQ(idr_alloc(&idr, P(3), 64, 0, IDR_GFP_KERNEL), 64);
 	CHECK_EQ(idr_memory_usage(&idr), 3 * node); /* new root + leaf */
 	CHECK_EQ(idr_alloc(&idr, P(4), INT_MAX, 0, IDR_GFP_KERNEL), INT_MAX);
-	/* 6 levels: 4 new on top, 5 on the path to INT_MAX */
-	CHECK_EQ(idr_memory_usage(&idr), 12 * node);
+	/* 6 levels: 4 new on top, 4 on the path to INT_MAX, whose lone
+	 * entry sits in its parent's slot (a singleton): no leaf */
+	CHECK_EQ(idr_memory_usage(&idr), 11 * node);
 	CHECK(idr_find(&idr, 64) == P(3));
 	CHECK(idr_remove(&idr, INT_MAX) == P(4));
 	CHECK_EQ(idr_memory_usage(&idr), 3 * node);
@@ -346,21 +347,24 @@ TEST(nowait_after_preload_never_calls_allocator)
 	idr_preload(IDR_GFP_KERNEL);
 	long calls = tu_calls();
 	tu_fail_thread(true);
-	/* the worst case: a height-1 tree growing to reach UINT32_MAX */
+	/* the worst case: a height-1 tree growing to reach the top leaf, at
+	 * its offset 0, so that the new leaf is a full one */
 	CHECK_EQ(idr_alloc(&idr, P(0), 0, 0, IDR_GFP_NOWAIT), 0);
+	size_t node = idr_memory_usage(&idr);
 	idr_preload_end();
 	idr_preload(IDR_GFP_KERNEL); /* refills nothing: allocator fails */
-	uint32_t id = UINT32_MAX;
+	uint32_t id = UINT32_MAX - 63;
 	tu_fail_thread(false);
 	idr_preload_end();
 	idr_preload(IDR_GFP_KERNEL);
 	tu_fail_thread(true);
 	calls = tu_calls();
 	CHECK_EQ(idr_alloc_u32(&idr, P(1), &id, UINT32_MAX, IDR_GFP_NOWAIT), 0);
+	CHECK_EQ(id, UINT32_MAX - 63);
 	CHECK_EQ(tu_calls(), calls);
 	tu_fail_thread(false);
 	idr_preload_end();
-	CHECK_EQ(idr_memory_usage(&idr), 11 * sizeof(void *) * 67);
+	CHECK_EQ(idr_memory_usage(&idr), 11 * node); /* all 10 stash nodes used */
 	idr_destroy(&idr);
 }
 
@@ -459,9 +463,9 @@ TEST(no_rcu_idr_frees_at_once)
 	idr_init_flags(&idr, 0, IDR_F_NO_RCU);
 	idr_preload_drain();
 	long live = tu_live();
-	CHECK_EQ(idr_alloc(&idr, P(1), 1000, 0, IDR_GFP_KERNEL), 1000);
-	CHECK_EQ(tu_live() - live, 2);
-	CHECK(idr_remove(&idr, 1000) == P(1));
+	CHECK_EQ(idr_alloc(&idr, P(1), 1024, 0, IDR_GFP_KERNEL), 1024);
+	CHECK_EQ(tu_live() - live, 2); /* root and a full leaf (offset 0) */
+	CHECK(idr_remove(&idr, 1024) == P(1));
 	CHECK_EQ(tu_live(), live); /* no grace period needed */
 	CHECK_EQ(idr_alloc(&idr, P(1), 0, 0, IDR_GFP_KERNEL), 0);
 	idr_destroy(&idr);

@@ -145,12 +145,15 @@ TEST(every_allocation_failure_leaves_idr_unchanged)
 		{ 0, NULL, alloc_low, 0, 1 },
 		{ 0, fill_leaf, alloc_low, 64, 2 },
 		{ 0, one_id, alloc_far, 1 << 20, 6 },
+		/* 5 levels on top, 4 below, and a compact leaf for the NULL */
 		{ 0, one_id, alloc_null_far, INT_MAX, 10 },
-		{ 0, one_id, alloc_u32_top, 1, 10 },
+		/* the same, but the entry fits in a singleton word */
+		{ 0, one_id, alloc_u32_top, 1, 9 },
 		{ 0, spread, alloc_far, (1 << 20), 3 },
 		{ 0, spread, alloc_cyclic_wrap, 1 << 23, 3 },
-		{ 1, NULL, alloc_far, 1 << 20, 4 },
-		{ 1, one_id, alloc_u32_top, 1, 10 },
+		/* base 1: index 2^20 - 1, the last of its leaf: a singleton */
+		{ 1, NULL, alloc_far, 1 << 20, 3 },
+		{ 1, one_id, alloc_u32_top, 1, 9 },
 	};
 	int points = 0;
 

@@ -239,12 +239,13 @@ TEST(removed_nodes_wait_for_readers)
 	struct idr idr;
 
 	idr_init(&idr);
-	CHECK_EQ(idr_alloc(&idr, P_OBJ, 100000, 0, IDR_GFP_KERNEL), 100000);
+	/* 2^17: height 3, and offset 0 of its leaf, so a full leaf */
+	CHECK_EQ(idr_alloc(&idr, P_OBJ, 1 << 17, 0, IDR_GFP_KERNEL), 1 << 17);
 	idr_preload_drain();
 	long live = tu_live();
 	idr_rcu_read_lock();
-	void *seen = idr_find(&idr, 100000);
-	CHECK(idr_remove(&idr, 100000) == seen);
+	void *seen = idr_find(&idr, 1 << 17);
+	CHECK(idr_remove(&idr, 1 << 17) == seen);
 	/* the path is unlinked but must not be freed inside our section */
 	CHECK_EQ(idr_memory_usage(&idr), 0);
 	CHECK_EQ(tu_live(), live);

@@ -35,6 +35,9 @@ static void *seed_worker(void *arg)
 		int id = idr_alloc(w->idr, NULL, 0, 0, IDR_GFP_NOWAIT);
 		if (id >= 0 && idr_replace(w->idr, tu_tag_ptr(w->tag, (unsigned)id), (unsigned)id))
 			w->dup++; /* the slot must have held our NULL */
+		w->lock_calls += tu_thread_calls() - calls;
+		/* A removal may ask for a smaller leaf; it copes with a refusal,
+		 * so its calls are not counted. */
 		int drop = -1;
 		if (i % 3 == 2 && w->nlive) {
 			long k = (long)(((uint64_t)i * 2654435761u) % (uint64_t)w->nlive);
@@ -43,7 +46,6 @@ static void *seed_worker(void *arg)
 			if (idr_remove(w->idr, (unsigned)drop) != tu_tag_ptr(w->tag, (unsigned)drop))
 				w->dup++;
 		}
-		w->lock_calls += tu_thread_calls() - calls;
 		tu_fail_thread(false);
 		idr_unlock(w->idr);
 		idr_preload_end();

@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sparse leaves: what a leaf-level slot holds when its 64 IDs are mostly
+ * free, so that scattered IDs cost words, not 536-byte leaves.
+ *
+ *   singleton  one entry in the slot word itself: the pointer, with its
+ *              offset in the top byte and tag 11 in the bottom bits.  Only
+ *              for pointers that leave those bits clear (4-byte aligned,
+ *              top byte zero: every malloc'ed or static object on the
+ *              64-bit systems libidr runs on); others, and NULL
+ *              reservations, take a compact leaf.
+ *   compact    a 56-byte leaf of CLEAF_CAP lanes, each an (offset, pointer)
+ *              pair, tag 01.
+ *
+ * A leaf changes form as it fills and empties.  New leaves whose first ID is
+ * not their offset 0 start sparse: dense allocation always enters a new leaf
+ * at offset 0, so it builds full leaves from the start.  A compact leaf
+ * becomes a full leaf at its (CLEAF_CAP+1)-th entry; a full leaf becomes
+ * compact again when removals leave it CLEAF_CAP entries or fewer, and a
+ * compact leaf with one entry becomes a singleton.  Those removal-time
+ * changes are economies, not duties: if the allocator fails, the leaf
+ * simply keeps its form.
+ *
+ * Lockless readers and the lanes: a writer fills a lane's pointer before it
+ * publishes the lane's offset (release), and empties the offset before the
+ * pointer.  A reader loads the lanes, the pointer, then the lanes again and
+ * keeps the pointer only if its lane still names the same offset: a lane
+ * reused for another ID in between changed its offset, so the reader looks
+ * again.  Replaced compact leaves are never written again (their rcu_head is
+ * their own), so a reader that still holds one reads a consistent past
+ * state until the grace period ends.
+ */
+#include "internal.h"
+
+#define SINGLE_SHIFT 56
+
+bool sparse_allowed(const struct idr *idr)
+{
+	return idr_kind(idr) == KIND_PLAIN;
+}
+
+/* Can a singleton word hold @ptr? */
+static bool can_single(const void *ptr)
+{
+#if UINTPTR_MAX > 0xffffffffu
+	return !((uintptr_t)ptr & TAG_MASK) && !((uintptr_t)ptr >> SINGLE_SHIFT);
+#else
+	(void)ptr;
+	return false; /* no spare byte in a 32-bit word */
+#endif
+}
+
+/* Should a new entry @ptr start a singleton?  Not a NULL reservation: it
+ * is usually replaced by the real object soon, and only a compact lane
+ * takes any pointer in place, without memory. */
+bool prefer_single(const void *ptr)
+{
+	return ptr && can_single(ptr);
+}
+
+static void *single_word(unsigned off, void *ptr)
+{
+	return (void *)((uintptr_t)ptr | (uintptr_t)off << SINGLE_SHIFT | TAG_SINGLE);
+}
+
+static bool is_single(const void *word)
+{
+	return ((uintptr_t)word & TAG_MASK) == TAG_SINGLE;
+}
+
+static unsigned single_off(const void *word)
+{
+	return (unsigned)((uintptr_t)word >> SINGLE_SHIFT) & NODE_MASK;
+}
+
+static void *single_ptr(const void *word)
+{
+	return (void *)((uintptr_t)word &
+			~((~(uintptr_t)0 << SINGLE_SHIFT) | TAG_MASK));
+}
+
+static struct cleaf *cleaf_of(const void *word)
+{
+	return (struct cleaf *)((uintptr_t)word & ~TAG_MASK);
+}
+
+static void *cleaf_word(struct cleaf *c)
+{
+	return (void *)((uintptr_t)c | TAG_COMPACT);
+}
+
+static unsigned lane_off(uint64_t lanes, unsigned lane)
+{
+	return (unsigned)(lanes >> (8 * lane)) & 0xff;
+}
+
+static uint64_t lane_with(uint64_t lanes, unsigned lane, unsigned off)
+{
+	return (lanes & ~((uint64_t)0xff << (8 * lane))) | (uint64_t)off << (8 * lane);
+}
+
+static int lane_of(uint64_t lanes, unsigned off)
+{
+	for (unsigned lane = 0; lane < CLEAF_CAP; lane++)
+		if (lane_off(lanes, lane) == off)
+			return (int)lane;
+	return -1;
+}
+
+static uint64_t lanes_load(const struct cleaf *c)
+{
+	return __atomic_load_n(&c->lanes, __ATOMIC_ACQUIRE);
+}
+
+static void lanes_store(struct cleaf *c, uint64_t lanes)
+{
+	__atomic_store_n(&c->lanes, lanes, __ATOMIC_RELEASE);
+}
+
+static unsigned lanes_used(uint64_t lanes)
+{
+	unsigned n = 0;
+
+	for (unsigned lane = 0; lane < CLEAF_CAP; lane++)
+		n += lane_off(lanes, lane) != LANE_FREE;
+	return n;
+}
+
+/* The offsets a sparse word holds, as a bitmap (writer side). */
+uint64_t sparse_taken(const void *word)
+{
+	if (is_single(word))
+		return (uint64_t)1 << single_off(word);
+	uint64_t lanes = cleaf_of(word)->lanes, taken = 0;
+	for (unsigned lane = 0; lane < CLEAF_CAP; lane++)
+		if (lane_off(lanes, lane) != LANE_FREE)
+			taken |= (uint64_t)1 << lane_off(lanes, lane);
+	return taken;
+}
+
+/* Reader side: lane @lane's pointer, if the lane still holds @off. */
+static bool lane_read(const struct cleaf *c, unsigned lane, unsigned off,
+		      void **ptr)
+{
+	*ptr = slot_load(&c->ptr[lane]);
+	return lane_off(lanes_load(c), lane) == off;
+}
+
+void *sparse_find(const void *word, unsigned off)
+{
+	if (is_single(word))
+		return single_off(word) == off ? single_ptr(word) : NULL;
+	const struct cleaf *c = cleaf_of(word);
+	for (;;) {
+		int lane = lane_of(lanes_load(c), off);
+		void *ptr;
+		if (lane < 0)
+			return NULL;
+		if (lane_read(c, (unsigned)lane, off, &ptr))
+			return ptr;
+	}
+}
+
+/* Reader side: the lowest offset >= @from holding a non-NULL entry. */
+bool sparse_next(const void *word, unsigned from, unsigned *off, void **entry)
+{
+	if (is_single(word)) {
+		*off = single_off(word);
+		*entry = single_ptr(word);
+		return *off >= from && *entry;
+	}
+	const struct cleaf *c = cleaf_of(word);
+	while (from < NODE_SLOTS) {
+		uint64_t lanes = lanes_load(c);
+		unsigned best = NODE_SLOTS, best_lane = 0;
+		for (unsigned lane = 0; lane < CLEAF_CAP; lane++) {
+			unsigned o = lane_off(lanes, lane);
+			if (o != LANE_FREE && o >= from && o < best) {
+				best = o;
+				best_lane = lane;
+			}
+		}
+		if (best == NODE_SLOTS)
+			return false;
+		if (!lane_read(c, best_lane, best, entry))
+			continue; /* the lane moved on: look again */
+		if (*entry) {
+			*off = best;
+			return true;
+		}
+		from = best + 1; /* a NULL reservation: iteration skips it */
+	}
+	return false;
+}
+
+bool sparse_get(const void *word, unsigned off, void **value)
+{
+	if (is_single(word)) {
+		*value = single_ptr(word);
+		return single_off(word) == off;
+	}
+	const struct cleaf *c = cleaf_of(word);
+	int lane = lane_of(c->lanes, off);
+	if (lane < 0)
+		return false;
+	*value = c->ptr[lane];
+	return true;
+}
+
+/* Does adding an entry to @word turn it into a full leaf? */
+bool sparse_needs_full(const void *word)
+{
+	return !is_single(word) && lanes_used(cleaf_of(word)->lanes) == CLEAF_CAP;
+}
+
+static struct cleaf *cleaf_init(struct idr *idr, struct cleaf *c)
+{
+	c->lanes = ~(uint64_t)0; /* every lane LANE_FREE */
+	for (unsigned lane = 0; lane < CLEAF_CAP; lane++)
+		c->ptr[lane] = NULL;
+	count_add(&idr->idr_sparse, 1);
+	return c;
+}
+
+/* A new leaf whose only entry is (@off, @ptr).  A compact one comes from
+ * @pool when @ptr cannot be a singleton (tree_needs() said so). */
+void sparse_new(struct idr *idr, void **slot, unsigned off, void *ptr,
+		struct node_pool *pool)
+{
+	if (prefer_single(ptr)) {
+		slot_store(slot, single_word(off, ptr));
+		return;
+	}
+	struct cleaf *c = cleaf_init(idr, pool_take_cleaf(pool));
+	c->ptr[0] = ptr;
+	c->lanes = lane_with(c->lanes, 0, off);
+	slot_store(slot, cleaf_word(c));
+}
+
+/* A full leaf (from @pool) holding the sparse leaf's entries, published
+ * in its place.  Returns the new leaf. */
+struct idr_node *sparse_to_full(struct idr *idr, void **slot,
+				struct node_pool *pool)
+{
+	struct idr_node *leaf = node_new(idr, pool);
+	void *word = *slot;
+
+	if (is_single(word)) {
+		leaf->slots[single_off(word)] = single_ptr(word);
+		leaf->children = (uint64_t)1 << single_off(word);
+	} else {
+		struct cleaf *c = cleaf_of(word);
+		for (unsigned lane = 0; lane < CLEAF_CAP; lane++) {
+			unsigned o = lane_off(c->lanes, lane);
+			if (o == LANE_FREE)
+				continue;
+			leaf->slots[o] = c->ptr[lane];
+			leaf->children |= (uint64_t)1 << o;
+		}
+	}
+	leaf->free = ~leaf->children;
+	slot_store(slot, leaf);
+	if (!is_single(word))
+		cleaf_retire(idr, cleaf_of(word));
+	return leaf;
+}
+
+/* Add (@off, @ptr) to the sparse leaf in @slot, changing its form as
+ * needed with what tree_needs() put in @pool. */
+void sparse_insert(struct idr *idr, void **slot, unsigned off, void *ptr,
+		   struct node_pool *pool)
+{
+	void *word = *slot;
+
+	if (is_single(word)) {
+		struct cleaf *c = cleaf_init(idr, pool_take_cleaf(pool));
+		c->ptr[0] = single_ptr(word);
+		c->ptr[1] = ptr;
+		c->lanes = lane_with(lane_with(c->lanes, 0, single_off(word)), 1, off);
+		slot_store(slot, cleaf_word(c));
+		return;
+	}
+	struct cleaf *c = cleaf_of(word);
+	int lane = lane_of(c->lanes, LANE_FREE);
+	if (lane < 0) {
+		struct idr_node *leaf = sparse_to_full(idr, slot, pool);
+		leaf->children |= (uint64_t)1 << off;
+		leaf->free &= ~((uint64_t)1 << off);
+		slot_store(&leaf->slots[off], ptr);
+		return;
+	}
+	slot_store(&c->ptr[lane], ptr);
+	lanes_store(c, lane_with(c->lanes, (unsigned)lane, off));
+}
+
+/* Replace the value of allocated @off.  Only a singleton given a pointer
+ * it cannot hold (odd, or with its top byte set: never a malloc'ed one)
+ * needs memory: -ENOMEM if the allocator has none, and nothing changes. */
+int sparse_set(struct idr *idr, void **slot, unsigned off, void *ptr)
+{
+	void *word = *slot;
+
+	if (!is_single(word)) {
+		struct cleaf *c = cleaf_of(word);
+		slot_store(&c->ptr[lane_of(c->lanes, off)], ptr);
+		return 0;
+	}
+	if (can_single(ptr)) {
+		slot_store(slot, single_word(off, ptr));
+		return 0;
+	}
+	struct cleaf *c = mem_alloc(sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	cleaf_init(idr, c);
+	c->ptr[0] = ptr;
+	c->lanes = lane_with(c->lanes, 0, off);
+	slot_store(slot, cleaf_word(c));
+	return 0;
+}
+
+/* Remove allocated @off.  Returns true if the leaf is gone (the slot is
+ * NULL now), for the caller to update the parent. */
+bool sparse_remove(struct idr *idr, void **slot, unsigned off)
+{
+	void *word = *slot;
+
+	if (is_single(word)) {
+		slot_store(slot, NULL);
+		return true;
+	}
+	struct cleaf *c = cleaf_of(word);
+	unsigned lane = (unsigned)lane_of(c->lanes, off);
+	lanes_store(c, lane_with(c->lanes, lane, LANE_FREE));
+	slot_store(&c->ptr[lane], NULL);
+	unsigned left = lanes_used(c->lanes);
+	if (left > 1)
+		return false;
+	if (left == 1) {
+		int last = 0;
+		for (unsigned l = 0; l < CLEAF_CAP; l++)
+			if (lane_off(c->lanes, l) != LANE_FREE)
+				last = (int)l;
+		void *p = c->ptr[last];
+		if (!can_single(p))
+			return false;
+		slot_store(slot, single_word(lane_off(c->lanes, (unsigned)last), p));
+	} else {
+		slot_store(slot, NULL);
+	}
+	cleaf_retire(idr, c);
+	return left == 0;
+}
+
+/* The full leaf in @slot has CLEAF_CAP entries or fewer: give it a sparse
+ * form if memory allows. */
+void sparse_demote(struct idr *idr, void **slot)
+{
+	struct idr_node *leaf = *slot;
+	uint64_t taken = leaf->children;
+
+	if (!(taken & (taken - 1)) && can_single(leaf->slots[__builtin_ctzll(taken)])) {
+		unsigned o = (unsigned)__builtin_ctzll(taken);
+		slot_store(slot, single_word(o, leaf->slots[o]));
+		node_retire(idr, leaf);
+		return;
+	}
+	struct cleaf *c = mem_alloc(sizeof(*c));
+	if (!c)
+		return;
+	cleaf_init(idr, c);
+	for (unsigned lane = 0; taken; lane++, taken &= taken - 1) {
+		unsigned o = (unsigned)__builtin_ctzll(taken);
+		c->ptr[lane] = leaf->slots[o];
+		c->lanes = lane_with(c->lanes, lane, o);
+	}
+	slot_store(slot, cleaf_word(c));
+	node_retire(idr, leaf);
+}
+
+/* Free a sparse word's memory at once (a detached tree being freed). */
+void sparse_free(void *word)
+{
+	if (!is_single(word))
+		mem_free(cleaf_of(word), sizeof(struct cleaf));
+}
