@@ -253,3 +253,55 @@ TEST(removed_nodes_wait_for_readers)
 	idr_rcu_barrier();
 	CHECK_EQ(tu_live(), live - 3); /* height 3: three nodes */
 }
+
+/* ---- sparse leaves: lanes reused under lockless readers ---- */
+
+#define LEAVES 512
+#define OFFS 7 /* offsets 1..7: leaves go singleton, compact, full, back */
+
+static struct obj fixed_objs[LEAVES * 64];
+static struct idr sparse_idr;
+static int sparse_stop;
+
+static void *sparse_reader(void *arg)
+{
+	long *bad = arg;
+	uint64_t rng = (uint64_t)(uintptr_t)arg | 1;
+
+	while (!__atomic_load_n(&sparse_stop, __ATOMIC_ACQUIRE)) {
+		unsigned long id = (tu_rand(&rng) % LEAVES) * 64 + 1 + tu_rand(&rng) % OFFS;
+		idr_rcu_read_lock();
+		const struct obj *o = idr_find(&sparse_idr, id);
+		if (o && o->id != id)
+			++*bad; /* another ID's object: a lane read torn */
+		idr_rcu_read_unlock();
+	}
+	return NULL;
+}
+
+TEST(sparse_lanes_never_show_another_ids_object)
+{
+	pthread_t r[2];
+	long bad[2] = { 0, 0 };
+	uint64_t rng = 17;
+
+	for (unsigned long i = 0; i < LEAVES * 64; i++)
+		fixed_objs[i].id = i;
+	idr_init(&sparse_idr);
+	/* ID 0 keeps every leaf below one root without being in the way. */
+	CHECK_EQ(idr_alloc(&sparse_idr, &fixed_objs[0], 0, 0, IDR_GFP_KERNEL), 0);
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_create(&r[i], NULL, sparse_reader, &bad[i]) == 0);
+	for (long step = 0; step < tu_scale(2000000); step++) {
+		unsigned long id = (tu_rand(&rng) % LEAVES) * 64 + 1 + tu_rand(&rng) % OFFS;
+		if (!idr_remove(&sparse_idr, id))
+			idr_alloc(&sparse_idr, &fixed_objs[id], (int)id, (int)id + 1,
+				  IDR_GFP_KERNEL);
+	}
+	__atomic_store_n(&sparse_stop, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 2; i++)
+		pthread_join(r[i], NULL);
+	CHECK_EQ(bad[0] + bad[1], 0);
+	CHECK_EQ(idr_check(&sparse_idr), 0);
+	idr_destroy(&sparse_idr);
+}

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sparse leaves: each form a leaf takes (singleton word, compact leaf, full
+ * leaf) and each change between them, seen through the API and through
+ * idr_memory_usage(), with idr_check() after every step.
+ */
+#include "testutil.h"
+
+static long objs[80];
+#define P(i) ((void *)&objs[i])
+#define ODD ((void *)((uintptr_t)&objs[0] + 1)) /* no singleton can hold it */
+
+static size_t full_leaf, compact_leaf;
+
+/* Sizes as the idr reports them: a root with one full leaf, one compact. */
+static void measure(void)
+{
+	struct idr idr;
+
+	idr_init(&idr);
+	idr_alloc(&idr, P(0), 64, 0, IDR_GFP_KERNEL); /* root + full leaf */
+	full_leaf = idr_memory_usage(&idr) / 2;
+	idr_alloc(&idr, NULL, 129, 0, IDR_GFP_KERNEL); /* + compact */
+	compact_leaf = idr_memory_usage(&idr) - 2 * full_leaf;
+	idr_destroy(&idr);
+}
+
+/* A root node over two full leaves: IDs 0..64, ID i storing P(i). */
+static void init_two_levels(struct idr *idr)
+{
+	idr_init(idr);
+	for (int i = 0; i <= 64; i++)
+		idr_alloc(idr, P(i), 0, 0, IDR_GFP_KERNEL);
+}
+
+#define MEM(idr, leaves, compacts)                                          \
+	CHECK_EQ(idr_memory_usage(idr), (leaves) * full_leaf + (compacts) * compact_leaf)
+
+TEST(a_lone_id_costs_no_leaf)
+{
+	struct idr idr;
+
+	measure();
+	CHECK(compact_leaf > 0 && compact_leaf < full_leaf / 8);
+	init_two_levels(&idr);
+	MEM(&idr, 3, 0); /* root + leaves 0 and 1 */
+	CHECK_EQ(idr_alloc(&idr, P(1), 1000, 0, IDR_GFP_KERNEL), 1000);
+	MEM(&idr, 3, 0); /* a singleton in the root's slot */
+	CHECK(idr_find(&idr, 1000) == P(1));
+	CHECK(idr_find(&idr, 1001) == NULL);
+	CHECK(idr_find(&idr, 999) == NULL);
+	CHECK_EQ(idr_check(&idr), 0);
+	CHECK(idr_remove(&idr, 1000) == P(1));
+	MEM(&idr, 3, 0);
+	CHECK(idr_find(&idr, 1000) == NULL);
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+}
+
+TEST(a_leaf_fills_through_every_form_and_empties_back)
+{
+	struct idr idr;
+
+	init_two_levels(&idr);
+	/* IDs 1001.. in leaf 15: singleton, compact (2..4), full (5..) */
+	static const int want_compacts[] = { 0, 1, 1, 1, 0, 0 };
+	static const int want_leaves[] = { 3, 3, 3, 3, 4, 4 };
+	for (int k = 0; k < 6; k++) {
+		CHECK_EQ(idr_alloc(&idr, P(k), 1001, 0, IDR_GFP_KERNEL), 1001 + k);
+		MEM(&idr, want_leaves[k], want_compacts[k]);
+		for (int j = 0; j <= k; j++)
+			CHECK(idr_find(&idr, 1001 + (unsigned)j) == P(j));
+		CHECK_EQ(idr_check(&idr), 0);
+	}
+	/* Removing from the top: full until 4 are left, then compact, then
+	 * a singleton, then nothing. */
+	static const int left_leaves[] = { 4, 3, 3, 3, 3, 3 };
+	static const int left_compacts[] = { 0, 1, 1, 1, 0, 0 };
+	for (int k = 5; k >= 0; k--) {
+		CHECK(idr_remove(&idr, 1001 + (unsigned)k) == P(k));
+		MEM(&idr, left_leaves[5 - k], left_compacts[5 - k]);
+		for (int j = 0; j < k; j++)
+			CHECK(idr_find(&idr, 1001 + (unsigned)j) == P(j));
+		CHECK(idr_find(&idr, 1001 + (unsigned)k) == NULL);
+		CHECK_EQ(idr_check(&idr), 0);
+	}
+	idr_destroy(&idr);
+}
+
+TEST(lowest_free_search_sees_into_sparse_leaves)
+{
+	struct idr idr;
+
+	init_two_levels(&idr);
+	CHECK_EQ(idr_alloc(&idr, P(1), 1000, 0, IDR_GFP_KERNEL), 1000);
+	CHECK_EQ(idr_alloc(&idr, P(2), 1000, 0, IDR_GFP_KERNEL), 1001);
+	CHECK_EQ(idr_alloc(&idr, P(3), 999, 0, IDR_GFP_KERNEL), 999);
+	CHECK_EQ(idr_alloc(&idr, P(4), 999, 0, IDR_GFP_KERNEL), 1002);
+	CHECK_EQ(idr_alloc(&idr, P(5), 1000, 1003, IDR_GFP_KERNEL), -ENOSPC);
+	/* A singleton at the last offset of its leaf: the search moves on. */
+	CHECK_EQ(idr_alloc(&idr, P(6), 2047, 0, IDR_GFP_KERNEL), 2047);
+	CHECK_EQ(idr_alloc(&idr, P(7), 2047, 0, IDR_GFP_KERNEL), 2048);
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+}
+
+TEST(pointers_a_singleton_cannot_hold_go_compact)
+{
+	struct idr idr;
+
+	init_two_levels(&idr);
+	CHECK_EQ(idr_alloc(&idr, ODD, 1000, 0, IDR_GFP_KERNEL), 1000);
+	MEM(&idr, 3, 1);
+	CHECK(idr_find(&idr, 1000) == ODD);
+	CHECK_EQ(idr_alloc(&idr, NULL, 2000, 0, IDR_GFP_KERNEL), 2000);
+	MEM(&idr, 3, 2); /* a reservation takes a lane: replace needs no memory */
+	long calls = tu_calls();
+	CHECK(idr_replace(&idr, ODD, 2000) == NULL);
+	CHECK(idr_find(&idr, 2000) == ODD);
+	CHECK_EQ(tu_calls(), calls);
+	CHECK(idr_remove(&idr, 1000) == ODD);
+	MEM(&idr, 3, 1); /* nothing left: the compact leaf went */
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+}
+
+TEST(replace_in_a_singleton)
+{
+	struct idr idr;
+
+	init_two_levels(&idr);
+	CHECK_EQ(idr_alloc(&idr, P(1), 1000, 0, IDR_GFP_KERNEL), 1000);
+	CHECK(idr_replace(&idr, P(2), 1000) == P(1)); /* in the word */
+	CHECK(idr_replace(&idr, NULL, 1000) == P(2)); /* unpublished */
+	CHECK(idr_find(&idr, 1000) == NULL);
+	MEM(&idr, 3, 0);
+	/* The one case that needs memory: a pointer no singleton can hold. */
+	tu_fail_call(1);
+	CHECK(idr_replace(&idr, ODD, 1000) == IDR_ERR_PTR(-ENOMEM));
+	CHECK(idr_find(&idr, 1000) == NULL); /* unchanged */
+	CHECK(idr_replace(&idr, ODD, 1000) == NULL);
+	CHECK(idr_find(&idr, 1000) == ODD);
+	MEM(&idr, 3, 1);
+	CHECK(idr_replace(&idr, P(3), 1001) == IDR_ERR_PTR(-ENOENT));
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+}
+
+TEST(iteration_walks_sparse_leaves_in_order)
+{
+	struct idr idr;
+	static const int ids[] = { 1000, 1001, 1003, 5000, 70000, 70001 };
+	static const int want[] = { 64, 65, 1000, 1001, 1003, 5000, 70000, 70001 };
+	int next = 0, k = 0;
+	void *p;
+
+	init_two_levels(&idr);
+	CHECK_EQ(idr_alloc(&idr, P(65), 0, 0, IDR_GFP_KERNEL), 65);
+	for (int i = 0; i < 6; i++)
+		CHECK_EQ(idr_alloc(&idr, P(i), ids[i], 0, IDR_GFP_KERNEL), ids[i]);
+	CHECK_EQ(idr_alloc(&idr, NULL, 1002, 0, IDR_GFP_KERNEL), 1002); /* skipped */
+	for (int i = 0; i < 64; i++)
+		idr_remove(&idr, (unsigned)i);
+	/* leaf 1 holds 64 and 65 only now: it went compact */
+	idr_for_each_entry(&idr, p, next) {
+		CHECK(k < 8);
+		CHECK_EQ(next, want[k]);
+		CHECK(p == (k < 2 ? P(64 + k) : P(k - 2)));
+		k++;
+	}
+	CHECK_EQ(k, 8);
+	next = 1002;
+	CHECK(idr_get_next(&idr, &next) == P(2));
+	CHECK_EQ(next, 1003);
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+}
+
+TEST(a_sparse_leaf_under_the_root_keeps_the_height)
+{
+	struct idr idr;
+
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc(&idr, P(1), 5, 0, IDR_GFP_KERNEL), 5); /* root leaf */
+	CHECK_EQ(idr_alloc(&idr, P(2), 64, 0, IDR_GFP_KERNEL), 64);
+	CHECK(idr_remove(&idr, 64) == P(2));
+	/* Leaf 0 has one entry left: it turns into a singleton, and a tree
+	 * whose root would be that word keeps its root node instead. */
+	CHECK(idr_find(&idr, 5) == P(1));
+	CHECK_EQ(idr_check(&idr), 0);
+	CHECK_EQ(idr_alloc(&idr, P(3), 0, 0, IDR_GFP_KERNEL), 0);
+	CHECK(idr_find(&idr, 0) == P(3));
+	CHECK(idr_find(&idr, 5) == P(1));
+	CHECK(idr_remove(&idr, 5) == P(1));
+	CHECK(idr_remove(&idr, 0) == P(3));
+	CHECK(idr_is_empty(&idr));
+	CHECK_EQ(idr_memory_usage(&idr), 0);
+	idr_destroy(&idr);
+}
+
+TEST(removal_copes_when_the_allocator_refuses)
+{
+	struct idr idr;
+
+	init_two_levels(&idr);
+	for (int i = 0; i < 59; i++)
+		idr_remove(&idr, (unsigned)i);
+	/* 59..63 are left in leaf 0.  Below 5 entries it would become
+	 * compact, but every allocator call fails: it stays full, correct. */
+	size_t before = idr_memory_usage(&idr);
+	tu_fail_thread(true);
+	CHECK(idr_remove(&idr, 63) == P(63));
+	CHECK(idr_remove(&idr, 62) == P(62));
+	tu_fail_thread(false);
+	CHECK_EQ(idr_memory_usage(&idr), before);
+	CHECK(idr_find(&idr, 61) == P(61));
+	CHECK_EQ(idr_check(&idr), 0);
+	CHECK(idr_remove(&idr, 61) == P(61)); /* now it may shrink */
+	CHECK_EQ(idr_memory_usage(&idr), before - full_leaf + compact_leaf);
+	CHECK(idr_find(&idr, 60) == P(60));
+	CHECK(idr_find(&idr, 59) == P(59));
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+}
+
+TEST(old_api_reserve_builds_full_leaves_only)
+{
+	struct idr idr;
+	int id;
+
+	init_two_levels(&idr);
+	CHECK_EQ(idr_alloc(&idr, P(1), 1000, 0, IDR_GFP_KERNEL), 1000);
+	MEM(&idr, 3, 0);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	CHECK(idr_pre_get(&idr, IDR_GFP_KERNEL));
+	CHECK_EQ(idr_get_new_above(&idr, P(2), 1001, &id), 0);
+#pragma GCC diagnostic pop
+	CHECK_EQ(id, 1001);
+	CHECK(idr_find(&idr, 1000) == P(1));
+	CHECK(idr_find(&idr, 1001) == P(2));
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+}
