@@ -222,8 +222,11 @@ void *idr_find(const struct idr *idr, unsigned long id);
 
 /**
  * idr_remove - release @id.
- * Context: writer lock held.  Does not allocate.  Nodes that empty are freed
- *          (after a grace period in an RCU idr).
+ * Context: writer lock held.  Never fails.  Nodes that empty are freed
+ *          (after a grace period in an RCU idr).  When a leaf is left with
+ *          4 IDs or fewer it may ask the allocator for a 56-byte compact
+ *          leaf to take its place (sparse idrs stay small); if the
+ *          allocator refuses, the leaf just stays as it is.
  * Return: the pointer that was stored (NULL for a reservation); NULL if @id
  *         was not allocated, in which case nothing changed.
  */
@@ -233,9 +236,14 @@ void *idr_remove(struct idr *idr, unsigned long id);
  * idr_replace - store @ptr under the already allocated @id.
  * Typical use: idr_alloc(idr, NULL, ...) reserves an ID; once the object is
  * ready, idr_replace() publishes it to concurrent idr_find() callers.
- * Context: writer lock held.  Does not allocate.
+ * Context: writer lock held.  Allocates in one case only: an ID that is
+ *          alone in its leaf is kept inside its parent's slot word, which
+ *          holds any pointer that is 4-byte aligned with a clear top byte
+ *          (every malloc'ed or static object); another pointer there needs
+ *          a 56-byte compact leaf.
  * Return: the old pointer (may be NULL); IDR_ERR_PTR(-ENOENT) if @id is not
- *         allocated.  Test with idr_is_err().
+ *         allocated; IDR_ERR_PTR(-ENOMEM) in the case above if the
+ *         allocator fails, with nothing changed.  Test with idr_is_err().
  */
 void *idr_replace(struct idr *idr, void *ptr, unsigned long id);
 

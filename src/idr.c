@@ -42,33 +42,63 @@ void idr_destroy(struct idr *idr)
  * per-idr reserve: -EAGAIN when it is too small), else from the stash and
  * then the allocator.
  */
+/* Publish @ptr in the slot just claimed for @index: in a handle idr the
+ * generation goes first (see handle.c). */
+static void publish(struct idr *idr, void **slot, uint64_t index, void *ptr)
+{
+	if (idr_kind(idr) == KIND_GEN)
+		stamp_generation(idr, slot, index);
+	slot_store(slot, ptr);
+}
+
+/* @index needs a new node, a new form of sparse leaf, or a taller tree:
+ * gather every node it takes first, so that a failure changes nothing. */
+static int alloc_slow(struct idr *idr, void *ptr, uint64_t index,
+		      struct node_pool *fixed)
+{
+	struct node_pool own, *pool = fixed ? fixed : &own;
+	enum node_kind kind = idr_kind(idr);
+	/* The old API's reserve holds full nodes only: no sparse leaves. */
+	bool sparse_ok = !fixed && sparse_allowed(idr);
+	struct insert_need need = tree_needs(idr, index, ptr, sparse_ok);
+
+	if (fixed && need.full > fixed->count)
+		return -EAGAIN;
+	if (!fixed && pool_fill(pool, kind, need))
+		return -ENOMEM;
+	if (kind == KIND_GEN)
+		publish(idr, tree_insert(idr, index, pool, NULL, true, false), index, ptr);
+	else
+		tree_insert(idr, index, pool, ptr, true, sparse_ok);
+	return 0;
+}
+
+/*
+ * The one allocation path: the lowest free ID in [@min, @max] (IDs, both
+ * inclusive).  Nodes come from @fixed when given (the deprecated API's
+ * per-idr reserve: -EAGAIN when it is too small), else from the stash and
+ * then the allocator.
+ */
 static int alloc_in_tree(struct idr *idr, void *ptr, uint64_t min,
 			 uint64_t max, struct node_pool *fixed, uint64_t *id)
 {
-	struct node_pool own = { .count = 0 }, *pool = fixed ? fixed : &own;
 	uint64_t base = idr->idr_base;
-	enum node_kind kind = idr_kind(idr);
+	struct path p;
 
 	if (min < base)
 		min = base;
 	if (min > max)
 		return -ENOSPC;
-	uint64_t index = tree_find_free(idr, min - base);
+	uint64_t index = tree_find_free_path(idr, min - base, &p);
 	if (index > max - base)
 		return -ENOSPC;
-	/* The old API's reserve holds full nodes only: no sparse leaves. */
-	bool sparse_ok = !fixed && sparse_allowed(idr);
-	struct insert_need need = tree_needs(idr, index, ptr, sparse_ok);
-	if (fixed && need.full > fixed->count)
-		return -EAGAIN;
-	if (!fixed && (need.full || need.compact) && pool_fill(pool, kind, need))
-		return -ENOMEM;
-	if (kind == KIND_GEN) {
-		void **slot = tree_insert(idr, index, pool, NULL, true, false);
-		stamp_generation(idr, slot, index);
-		slot_store(slot, ptr); /* after the generation: see handle.c */
+	if (p.stop == 1) {
+		/* The common case: a full leaf with room is already there. */
+		publish(idr, tree_insert_found(&p, index), index, ptr);
 	} else {
-		tree_insert(idr, index, pool, ptr, true, sparse_ok);
+		int err = alloc_slow(idr, ptr, index, fixed);
+		if (err)
+			return err;
 	}
 	*id = index + base;
 	return 0;
@@ -153,8 +183,15 @@ void *idr_find(const struct idr *idr, unsigned long id)
 	if (id < idr->idr_base || !h || index >= span(h))
 		return NULL;
 	const struct idr_node *node = root_node(root);
-	for (unsigned shift = NODE_BITS * (h - 1); shift; shift -= NODE_BITS) {
-		node = slot_load(&node->slots[(index >> shift) & NODE_MASK]);
+	if (h > 1) {
+		for (unsigned shift = NODE_BITS * (h - 1); shift > NODE_BITS;
+		     shift -= NODE_BITS) {
+			node = slot_load(&node->slots[(index >> shift) & NODE_MASK]);
+			if (!node)
+				return NULL;
+		}
+		/* Only the last step can meet a sparse leaf. */
+		node = slot_load(&node->slots[(index >> NODE_BITS) & NODE_MASK]);
 		if (__builtin_expect(is_sparse(node), 0))
 			return sparse_find(node, (unsigned)(index & NODE_MASK));
 		if (!node)

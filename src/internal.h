@@ -141,7 +141,19 @@ struct insert_need {
 	bool compact;
 };
 
+/* A way down the tree: node[height] is the root, off[level] the slot taken
+ * at each level; what tree_find_free_path() fills in also sets stop. */
+struct path {
+	struct idr_node *node[MAX_HEIGHT + 1];
+	unsigned off[MAX_HEIGHT + 1];
+	unsigned height;
+	unsigned stop;
+};
+
 /* tree.c */
+IDR_HIDDEN uint64_t tree_find_free_path(const struct idr *idr, uint64_t start,
+					struct path *p);
+IDR_HIDDEN void **tree_insert_found(struct path *p, uint64_t index);
 IDR_HIDDEN uint64_t tree_find_free(const struct idr *idr, uint64_t start);
 IDR_HIDDEN struct insert_need tree_needs(const struct idr *idr, uint64_t index,
 				       const void *ptr, bool sparse_ok);

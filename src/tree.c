@@ -14,11 +14,6 @@
 
 #include "internal.h"
 
-struct path {
-	struct idr_node *node[MAX_HEIGHT + 1]; /* node[height] is the root */
-	unsigned off[MAX_HEIGHT + 1];          /* slot taken at each level */
-	unsigned height;
-};
 
 static inline uint64_t bit(unsigned off)
 {
@@ -77,52 +72,82 @@ static bool walk(const struct idr *idr, uint64_t index, struct path *p)
 	return walk_to(idr, index, p, 1);
 }
 
-static uint64_t subtree_find_free(const struct idr_node *n, unsigned h,
-				  uint64_t base, uint64_t start)
-{
-	unsigned shift = NODE_BITS * (h - 1);
-	unsigned off = (unsigned)((start - base) >> shift);
-	uint64_t bits = n->free & (~(uint64_t)0 << off);
-
-	/* Only the first candidate (the one holding @start) can fail: any later
-	 * set bit guarantees a free index from that child's first index on. */
-	while (bits) {
-		unsigned o = (unsigned)__builtin_ctzll(bits);
-		uint64_t cbase = base + ((uint64_t)o << shift);
-		uint64_t cstart = o == off ? start : cbase;
-		const struct idr_node *child;
-
-		if (h == 1 || !(child = n->slots[o]))
-			return cstart;
-		if (h == 2 && is_sparse(child)) {
-			/* Never full: a free offset at or after cstart, or
-			 * (only for the first candidate) none. */
-			uint64_t room = ~sparse_taken(child) &
-					(~(uint64_t)0 << (cstart - cbase));
-			if (room)
-				return cbase + (uint64_t)__builtin_ctzll(room);
-			bits &= bits - 1;
-			continue;
-		}
-		uint64_t found = subtree_find_free(child, h - 1, cbase, cstart);
-		if (found != INDEX_NONE)
-			return found;
-		bits &= bits - 1;
-	}
-	return INDEX_NONE;
-}
-
-/* The lowest index >= @start whose leaf slot is free.  Beyond the tree's
- * reach every index is free, so the answer may lie past span(height). */
-uint64_t tree_find_free(const struct idr *idr, uint64_t start)
+/*
+ * The lowest index >= @start whose leaf slot is free, found by following
+ * free bits down from the root, remembering the way in @p: the nodes from
+ * the root down to level p->stop on the answer's path.  stop is 1 when a
+ * full leaf holds the answer, 2..height when the child below that level is
+ * absent (or sparse, at 2), 0 when the answer lies beyond the tree (every
+ * index there is free, so it may be span(height) or more).
+ *
+ * Only the first candidate at each level (the one holding @start) can come
+ * up empty; then the search resumes after it, one level up if need be.
+ */
+uint64_t tree_find_free_path(const struct idr *idr, uint64_t start,
+			     struct path *p)
 {
 	uintptr_t root = root_load(idr);
-	unsigned h = root_height(root);
+	unsigned h = root_height(root), level = h;
+	uint64_t base[MAX_HEIGHT + 1];
 
+	p->height = h;
+	p->stop = 0;
 	if (!h || start >= span(h))
 		return start;
-	uint64_t found = subtree_find_free(root_node(root), h, 0, start);
-	return found == INDEX_NONE ? span(h) : found;
+	p->node[h] = root_node(root);
+	base[h] = 0;
+	for (;;) {
+		struct idr_node *n = p->node[level];
+		unsigned shift = NODE_BITS * (level - 1);
+		uint64_t bits = 0;
+
+		if (start < base[level] + span(level))
+			bits = n->free &
+			       (~(uint64_t)0 << ((start - base[level]) >> shift));
+		if (!bits) {
+			if (level == h)
+				return span(h); /* full: the answer is beyond */
+			start = base[level] + span(level);
+			level++;
+			continue;
+		}
+		unsigned o = (unsigned)__builtin_ctzll(bits);
+		uint64_t cbase = base[level] + ((uint64_t)o << shift);
+		if (start < cbase)
+			start = cbase;
+		p->off[level] = o;
+		if (level == 1) {
+			p->stop = 1;
+			return start;
+		}
+		struct idr_node *child = n->slots[o];
+		if (!child) {
+			p->stop = level;
+			return start;
+		}
+		if (level == 2 && is_sparse(child)) {
+			/* Never full: room at or after start, unless this is
+			 * the first candidate and its room lies before. */
+			uint64_t room = ~sparse_taken(child) &
+					(~(uint64_t)0 << (start - cbase));
+			if (room) {
+				p->stop = 2;
+				return cbase + (uint64_t)__builtin_ctzll(room);
+			}
+			start = cbase + NODE_SLOTS;
+			continue;
+		}
+		level--;
+		p->node[level] = child;
+		base[level] = cbase;
+	}
+}
+
+uint64_t tree_find_free(const struct idr *idr, uint64_t start)
+{
+	struct path p;
+
+	return tree_find_free_path(idr, start, &p);
 }
 
 /* Will a leaf created for @index start sparse?  Not at offset 0, where
@@ -229,6 +254,19 @@ static void path_mark_full(struct path *p, unsigned from)
 		if (n->free)
 			break;
 	}
+}
+
+/* Claim free @index in the full leaf that tree_find_free_path() found
+ * (@p->stop == 1): no walk, no memory.  Returns the slot, still NULL, for
+ * the caller to publish into. */
+void **tree_insert_found(struct path *p, uint64_t index)
+{
+	struct idr_node *leaf = p->node[1];
+	unsigned off = (unsigned)(index & NODE_MASK);
+
+	leaf->children |= bit(off);
+	path_mark_full(p, 1);
+	return &leaf->slots[off];
 }
 
 static void path_mark_free(struct path *p)
