@@ -139,9 +139,9 @@ static int diags;
 
 static void fz_diag(const char *func, const char *msg, void *ctx)
 {
-	(void)func;
-	(void)msg;
 	(void)ctx;
+	if (getenv("FUZZ_VERBOSE"))
+		fprintf(stderr, "diagnostic: %s: %s\n", func, msg);
 	diags++;
 }
 

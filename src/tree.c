@@ -281,6 +281,16 @@ static void path_mark_free(struct path *p)
 	}
 }
 
+static void shrink(struct idr *idr);
+
+/* A root whose only child is a sparse leaf stays a node (see shrink()); once
+ * that leaf has become a full one, the level goes. */
+static void regain_height(struct idr *idr)
+{
+	if (root_height(root_load(idr)) == 2)
+		shrink(idr);
+}
+
 /*
  * Make the path to @index exist, mark its leaf slot occupied and, with
  * @full, no longer free, and publish @ptr there.  Takes exactly what
@@ -291,6 +301,7 @@ void **tree_insert(struct idr *idr, uint64_t index, struct node_pool *pool,
 		   void *ptr, bool full, bool sparse_ok)
 {
 	struct path p;
+	bool converted = false;
 
 	grow(idr, height_for(index), pool);
 	uintptr_t root = root_load(idr);
@@ -306,13 +317,16 @@ void **tree_insert(struct idr *idr, uint64_t index, struct node_pool *pool,
 			break;
 		void **slot = &node->slots[off];
 		struct idr_node *child = *slot;
-		if (level == 2 && child && is_sparse(child) && !sparse_ok)
+		if (level == 2 && child && is_sparse(child) && !sparse_ok) {
 			child = sparse_to_full(idr, slot, pool);
+			converted = true;
+		}
 		if (level == 2 && (child ? is_sparse(child) :
 				   starts_sparse(index, p.height, sparse_ok))) {
 			if (child) {
 				sparse_insert(idr, slot, (unsigned)(index & NODE_MASK),
 					      ptr, pool);
+				regain_height(idr);
 			} else {
 				sparse_new(idr, slot, (unsigned)(index & NODE_MASK),
 					   ptr, pool);
@@ -331,6 +345,8 @@ void **tree_insert(struct idr *idr, uint64_t index, struct node_pool *pool,
 	if (full)
 		path_mark_full(&p, 1);
 	slot_store(&node->slots[p.off[1]], ptr);
+	if (converted)
+		regain_height(idr);
 	return &node->slots[p.off[1]];
 }
 
