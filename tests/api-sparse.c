@@ -215,6 +215,7 @@ TEST(removal_copes_when_the_allocator_refuses)
 {
 	struct idr idr;
 
+	measure();
 	init_two_levels(&idr);
 	for (int i = 0; i < 59; i++)
 		idr_remove(&idr, (unsigned)i);
