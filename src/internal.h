@@ -167,6 +167,8 @@ IDR_HIDDEN void **tree_lookup_slot(const struct idr *idr, uint64_t index,
 IDR_HIDDEN void tree_mark_full(struct idr *idr, uint64_t index);
 IDR_HIDDEN void tree_mark_free(struct idr *idr, uint64_t index);
 IDR_HIDDEN void tree_release(struct idr *idr, uint64_t index, bool sparse_ok);
+IDR_HIDDEN bool tree_take(struct idr *idr, uint64_t index, bool sparse_ok,
+			  void **old);
 IDR_HIDDEN void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry));
 IDR_HIDDEN uint64_t tree_next_entry(const struct idr *idr, uint64_t index,
 				    uint64_t last, void **entry);

@@ -455,37 +455,66 @@ static void unlink_empty(struct idr *idr, struct path *p, unsigned from)
 	shrink(idr);
 }
 
-/* Empty @index's leaf slot, mark it free, and free the nodes that empties;
- * with @sparse_ok, a leaf left nearly empty takes a sparse form. */
+/* Empty @index's slot in @word, the leaf-level word on path @p, mark it
+ * free, and free the nodes that empties; with @sparse_ok, a leaf left
+ * nearly empty takes a sparse form. */
+static void release_at(struct idr *idr, struct path *p, void *word,
+		       uint64_t index, bool sparse_ok)
+{
+	unsigned off = (unsigned)(index & NODE_MASK);
+
+	if (is_sparse(word)) {
+		struct idr_node *parent = p->node[2];
+		if (sparse_remove(idr, &parent->slots[p->off[2]], off)) {
+			parent->children &= ~bit(p->off[2]);
+			unlink_empty(idr, p, 2);
+		}
+		return;
+	}
+	struct idr_node *leaf = word;
+	p->node[1] = leaf;
+	p->off[1] = off;
+	slot_store(&leaf->slots[off], NULL);
+	leaf->children &= ~bit(off);
+	path_mark_free(p);
+	uint64_t left = leaf->children;
+	if (!left) {
+		unlink_empty(idr, p, 1);
+		return;
+	}
+	if (sparse_ok && p->height > 1 && __builtin_popcountll(left) <= CLEAF_CAP)
+		sparse_demote(idr, &p->node[2]->slots[p->off[2]]);
+}
+
 void tree_release(struct idr *idr, uint64_t index, bool sparse_ok)
+{
+	struct path p;
+	void *word = leaf_word(idr, index, &p);
+
+	if (word)
+		release_at(idr, &p, word, index, sparse_ok);
+}
+
+/* Remove allocated @index with one walk: false if it is not allocated. */
+bool tree_take(struct idr *idr, uint64_t index, bool sparse_ok, void **old)
 {
 	struct path p;
 	void *word = leaf_word(idr, index, &p);
 	unsigned off = (unsigned)(index & NODE_MASK);
 
 	if (!word)
-		return;
+		return false;
 	if (is_sparse(word)) {
-		struct idr_node *parent = p.node[2];
-		if (sparse_remove(idr, &parent->slots[p.off[2]], off)) {
-			parent->children &= ~bit(p.off[2]);
-			unlink_empty(idr, &p, 2);
-		}
-		return;
+		if (!sparse_get(word, off, old))
+			return false;
+	} else {
+		const struct idr_node *leaf = word;
+		if (leaf->free & bit(off))
+			return false;
+		*old = leaf->slots[off];
 	}
-	struct idr_node *leaf = word;
-	p.node[1] = leaf;
-	p.off[1] = off;
-	slot_store(&leaf->slots[off], NULL);
-	leaf->children &= ~bit(off);
-	path_mark_free(&p);
-	uint64_t left = leaf->children;
-	if (!left) {
-		unlink_empty(idr, &p, 1);
-		return;
-	}
-	if (sparse_ok && p.height > 1 && __builtin_popcountll(left) <= CLEAF_CAP)
-		sparse_demote(idr, &p.node[2]->slots[p.off[2]]);
+	release_at(idr, &p, word, index, sparse_ok);
+	return true;
 }
 
 void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry))
