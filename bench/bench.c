@@ -488,12 +488,12 @@ static bool seed_run(const struct plan *pl, int threads, bool preload, double *n
 /* ---- read scaling: lockless RCU readers vs a rwlock, writer churning ---- */
 
 #define WRITES_PER_SEC 200000
-#define READ_NS 300000000L
+#define READ_NS 500000000L
 
 static struct idr shared;
 static pthread_rwlock_t rwlock; /* writer-preferring: else the writer starves */
 static int stop, use_rwlock;
-static long rs_space, rs_writes;
+static long rs_space, rs_writes, rs_rate; /* rs_rate 0: as fast as it can */
 
 static void *rs_reader(void *arg)
 {
@@ -516,7 +516,8 @@ static void *rs_reader(void *arg)
 	return (void *)(n + (hits < 0));
 }
 
-/* A writer at a fixed rate, so 1 and 2 readers face the same churn. */
+/* The writer: at a fixed rate, so that 1 and 2 readers face the same
+ * churn, or (rs_rate 0) as fast as it can, taking its share of the CPUs. */
 static void *rs_writer(void *arg)
 {
 	uint64_t rng = 99;
@@ -539,7 +540,7 @@ static void *rs_writer(void *arg)
 				idr_unlock(&shared);
 			idr_preload_end();
 		}
-		long due = t0 + done * (1000000000L / WRITES_PER_SEC) - now_ns();
+		long due = rs_rate ? t0 + done * (1000000000L / rs_rate) - now_ns() : 0;
 		if (due > 0) {
 			struct timespec d = { 0, due };
 			nanosleep(&d, NULL);
@@ -549,10 +550,12 @@ static void *rs_writer(void *arg)
 	return NULL;
 }
 
-static double lookups_per_sec(int readers, int rw)
+/* Lookups per second; *@wps gets the writer's achieved ops per second, so
+ * that a comparison in which the writer fell behind shows it. */
+static double lookups_per_sec(int readers, int rw, double *wps)
 {
 	pthread_t r[2], w;
-	long total = 0;
+	long total = 0, w0 = __atomic_load_n(&rs_writes, __ATOMIC_RELAXED);
 
 	use_rwlock = rw;
 	stop = 0;
@@ -569,10 +572,12 @@ static double lookups_per_sec(int readers, int rw)
 		total += (long)n;
 	}
 	pthread_join(w, NULL);
-	return (double)total / ((double)(now_ns() - t0) / 1e9);
+	double secs = (double)(now_ns() - t0) / 1e9;
+	*wps = (double)(__atomic_load_n(&rs_writes, __ATOMIC_RELAXED) - w0) / secs;
+	return (double)total / secs;
 }
 
-static void read_scaling(long n, int repeats, double out[2][2])
+static void read_scaling(long n, int repeats, double out[2][2], double wout[2][2])
 {
 	pthread_rwlockattr_t attr;
 
@@ -585,10 +590,11 @@ static void read_scaling(long n, int repeats, double out[2][2])
 		idr_alloc(&shared, &shared, (int)i, 0, IDR_GFP_KERNEL);
 	for (int rw = 0; rw < 2; rw++)
 		for (int k = 1; k <= 2; k++) {
-			double v[MAX_REPEATS] = { 0 };
+			double v[MAX_REPEATS] = { 0 }, wv[MAX_REPEATS] = { 0 };
 			for (int r = 0; r < repeats; r++)
-				v[r] = lookups_per_sec(k, rw);
+				v[r] = lookups_per_sec(k, rw, &wv[r]);
 			out[rw][k - 1] = median(v, repeats);
+			wout[rw][k - 1] = median(wv, repeats);
 		}
 	idr_destroy(&shared);
 	idr_rcu_barrier();
@@ -793,13 +799,23 @@ int main(int argc, char **argv)
 	emit("| seed pattern, 1 thread | %.2f (%.2fx plain) |\n", seed[1], seed[1] / seed[0]);
 	emit("| seed pattern, 2 threads, one idr (wall time / IDs) | %.2f |\n", seed[2]);
 
-	double rs[2][2];
-	read_scaling(n, repeats < 3 ? repeats : 3, rs);
-	emit("\n| read scaling, writer at %d ops/s | 1 reader, lookups/s | 2 readers | 2 vs 1 |\n|---|---:|---:|---:|\n",
-	     WRITES_PER_SEC);
-	emit("| RCU (idr_rcu_read_lock) | %.3g | %.3g | %.2fx |\n", rs[0][0], rs[0][1], rs[0][1] / rs[0][0]);
-	emit("| pthread_rwlock | %.3g | %.3g | %.2fx |\n", rs[1][0], rs[1][1], rs[1][1] / rs[1][0]);
-	emit("| RCU vs rwlock, 2 readers | | %.2fx | |\n", rs[0][1] / rs[1][1]);
+	double rs[2][2][2], ws[2][2][2]; /* [writer mode][rcu, rwlock][readers] */
+	emit("\n| read scaling, N IDs, one writer churning | 1 reader, lookups/s | 2 readers | 2 vs 1 | writer ops/s (1 / 2 readers) |\n|---|---:|---:|---:|---:|\n");
+	for (int mode = 0; mode < 2; mode++) {
+		static const char *const how[] = { "writer at %d ops/s", "writer flat out" };
+		static const char *const lock[] = { "RCU", "rwlock" };
+		rs_rate = mode ? 0 : WRITES_PER_SEC;
+		read_scaling(n, repeats < 3 ? repeats : 3, rs[mode], ws[mode]);
+		for (int rw = 0; rw < 2; rw++) {
+			char label[64];
+			snprintf(label, sizeof(label), how[mode], WRITES_PER_SEC);
+			emit("| %s, %s | %.3g | %.3g | %.2fx | %.3g / %.3g |\n", lock[rw], label,
+			     rs[mode][rw][0], rs[mode][rw][1], rs[mode][rw][1] / rs[mode][rw][0],
+			     ws[mode][rw][0], ws[mode][rw][1]);
+		}
+		emit("| RCU vs rwlock, 2 readers, %s | | %.2fx | | |\n", mode ? "writer flat out" : "fixed rate",
+		     rs[mode][0][1] / rs[mode][1][1]);
+	}
 
 	emit("\n| handle mode (IDR_F_HANDLES) vs plain | plain | handles | cost |\n|---|---:|---:|---:|\n");
 	static const int hm[] = { M_DENSE, M_RAND, M_CHAIN, M_BYTES_DENSE };
@@ -819,8 +835,10 @@ int main(int argc, char **argv)
 		{ "empty idr + empty ida", (double)empty_bytes, 0, true, " B" },
 		{ "ida heap per ID, dense", ida[0][I_BYTES], 0.15, true, " B" },
 		{ "seed pattern vs plain alloc, 1 thread", seed[1] / seed[0], 1.5, true, "x" },
-		{ "RCU lookups, 2 readers vs 1", rs[0][1] / rs[0][0], 1.8, false, "x" },
-		{ "RCU vs rwlock, 2 readers", rs[0][1] / rs[1][1], 3.0, false, "x" },
+		{ "RCU lookups, 2 readers vs 1 (writer at fixed rate)", rs[0][0][1] / rs[0][0][0], 1.8, false, "x" },
+		{ "RCU lookups, 2 readers vs 1 (writer flat out)", rs[1][0][1] / rs[1][0][0], 1.8, false, "x" },
+		{ "RCU vs rwlock, 2 readers (writer at fixed rate)", rs[0][0][1] / rs[0][1][1], 3.0, false, "x" },
+		{ "RCU vs rwlock, 2 readers (writer flat out)", rs[1][0][1] / rs[1][1][1], 3.0, false, "x" },
 	};
 	print_targets(targets, (int)(sizeof(targets) / sizeof(targets[0])));
 	if (!ok)

@@ -163,19 +163,13 @@ __attribute__((destructor)) static void process_exit(void)
 
 static void arm_thread_exit(void)
 {
-	if (stash.registered)
-		return;
 	pthread_once(&exit_key_once, make_exit_key);
 	stash.registered = pthread_setspecific(exit_key, &stash) == 0;
 }
 
-void idr_preload(idr_gfp_t gfp)
+/* Top up every shelf idr_preload() stocks; stops at the first refusal. */
+static void stock_up(unsigned kinds)
 {
-	unsigned kinds = __atomic_load_n(&stocked_kinds, __ATOMIC_RELAXED);
-
-	(void)gfp; /* userspace allocators have no non-blocking mode to pick */
-	stash.depth++;
-	arm_thread_exit();
 	for (unsigned k = 0; k < NODE_KINDS; k++) {
 		struct shelf *sh = &stash.shelf[k];
 
@@ -186,6 +180,22 @@ void idr_preload(idr_gfp_t gfp)
 			sh->node[sh->count++] = n;
 		}
 	}
+}
+
+void idr_preload(idr_gfp_t gfp)
+{
+	unsigned kinds = __atomic_load_n(&stocked_kinds, __ATOMIC_RELAXED);
+
+	(void)gfp; /* userspace allocators have no non-blocking mode to pick */
+	stash.depth++;
+	if (__builtin_expect(!stash.registered, 0))
+		arm_thread_exit();
+	/* The common case, a full stash, is two compares. */
+	if (__builtin_expect(stash.shelf[KIND_PLAIN].count == IDR_PRELOAD_NODES &&
+			     stash.shelf[KIND_COMPACT].count &&
+			     !(kinds & 1u << KIND_GEN), 1))
+		return;
+	stock_up(kinds);
 }
 
 void idr_preload_end(void)
