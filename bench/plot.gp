@@ -2,9 +2,9 @@
 set terminal svg size 900,420 font "sans,11"
 set output "scaling.svg"
 set multiplot layout 1,2
-set logscale x
+set logscale xy
 set xlabel "N (IDs)"
-set ylabel "ns/op (median of 3)"
+set ylabel "ns/op (median of 3, log scale)"
 set key top left
 set grid
 set title "dense allocation"
