@@ -435,11 +435,13 @@ static bool (*const ida_runs[])(const struct plan *, double *) = {
 
 /* ---- the seed pattern ---- */
 
+enum seed_mode { PLAIN, LOCKED, SEED, SEED_MODES };
+
 struct seed_arg {
 	struct idr *idr;
 	const struct plan *pl;
 	long from, count;
-	bool preload;
+	enum seed_mode mode;
 };
 
 static void *seed_worker(void *arg)
@@ -447,8 +449,14 @@ static void *seed_worker(void *arg)
 	struct seed_arg *a = arg;
 
 	for (long i = a->from; i < a->from + a->count; i++) {
-		if (!a->preload) {
+		if (a->mode == PLAIN) {
 			idr_alloc(a->idr, &a->pl->obj[i], 0, 0, IDR_GFP_KERNEL);
+			continue;
+		}
+		if (a->mode == LOCKED) { /* the lock's share of the seed pattern */
+			idr_lock(a->idr);
+			idr_alloc(a->idr, &a->pl->obj[i], 0, 0, IDR_GFP_KERNEL);
+			idr_unlock(a->idr);
 			continue;
 		}
 		idr_preload(IDR_GFP_KERNEL);
@@ -462,7 +470,7 @@ static void *seed_worker(void *arg)
 
 /* ns per ID for @threads threads sharing one idr; false if the idr does not
  * end up holding exactly 0..n-1. */
-static bool seed_run(const struct plan *pl, int threads, bool preload, double *ns)
+static bool seed_run(const struct plan *pl, int threads, enum seed_mode mode, double *ns)
 {
 	struct idr idr;
 	pthread_t t[2];
@@ -472,7 +480,7 @@ static bool seed_run(const struct plan *pl, int threads, bool preload, double *n
 
 	idr_init(&idr);
 	for (int i = 0; i < threads; i++) {
-		a[i] = (struct seed_arg){ &idr, pl, i * (n / threads), n / threads, preload };
+		a[i] = (struct seed_arg){ &idr, pl, i * (n / threads), n / threads, mode };
 		pthread_create(&t[i], NULL, seed_worker, &a[i]);
 	}
 	for (int i = 0; i < threads; i++)
@@ -786,18 +794,21 @@ int main(int argc, char **argv)
 		emit("| %s | %.3f | %.3f | %.3f | %.2fx | %.2fx |\n", ida_rows[m], ida[0][m],
 		     ida[1][m], ida[2][m], ida[0][m] / ida[1][m], ida[0][m] / ida[2][m]);
 
-	double seed[3], v3[3][MAX_REPEATS];
+	double seed[4], v3[4][MAX_REPEATS];
 	for (int r = 0; r < repeats; r++) {
-		ok &= seed_run(&pl, 1, false, &v3[0][r]);
-		ok &= seed_run(&pl, 1, true, &v3[1][r]);
-		ok &= seed_run(&pl, 2, true, &v3[2][r]);
+		ok &= seed_run(&pl, 1, PLAIN, &v3[0][r]);
+		ok &= seed_run(&pl, 1, LOCKED, &v3[1][r]);
+		ok &= seed_run(&pl, 1, SEED, &v3[2][r]);
+		ok &= seed_run(&pl, 2, SEED, &v3[3][r]);
 	}
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < 4; k++)
 		seed[k] = median(v3[k], repeats);
 	emit("\n| seed pattern (preload, lock, alloc NOWAIT, unlock, preload_end) | ns/ID |\n|---|---:|\n");
 	emit("| plain idr_alloc, no preload, no lock | %.2f |\n", seed[0]);
-	emit("| seed pattern, 1 thread | %.2f (%.2fx plain) |\n", seed[1], seed[1] / seed[0]);
-	emit("| seed pattern, 2 threads, one idr (wall time / IDs) | %.2f |\n", seed[2]);
+	emit("| idr_alloc under idr_lock, no preload | %.2f (%.2fx plain) |\n", seed[1], seed[1] / seed[0]);
+	emit("| seed pattern, 1 thread | %.2f (%.2fx plain, %.2fx locked) |\n", seed[2],
+	     seed[2] / seed[0], seed[2] / seed[1]);
+	emit("| seed pattern, 2 threads, one idr (wall time / IDs) | %.2f |\n", seed[3]);
 
 	double rs[2][2][2], ws[2][2][2]; /* [writer mode][rcu, rwlock][readers] */
 	emit("\n| read scaling, N IDs, one writer churning | 1 reader, lookups/s | 2 readers | 2 vs 1 | writer ops/s (1 / 2 readers) |\n|---|---:|---:|---:|---:|\n");
@@ -834,7 +845,7 @@ int main(int argc, char **argv)
 		{ "heap per survivor, 99% removed", core[B_LIBIDR][M_BYTES_SPARSE], 32, true, " B" },
 		{ "empty idr + empty ida", (double)empty_bytes, 0, true, " B" },
 		{ "ida heap per ID, dense", ida[0][I_BYTES], 0.15, true, " B" },
-		{ "seed pattern vs plain alloc, 1 thread", seed[1] / seed[0], 1.5, true, "x" },
+		{ "seed pattern vs plain alloc, 1 thread", seed[2] / seed[0], 1.5, true, "x" },
 		{ "RCU lookups, 2 readers vs 1 (writer at fixed rate)", rs[0][0][1] / rs[0][0][0], 1.8, false, "x" },
 		{ "RCU lookups, 2 readers vs 1 (writer flat out)", rs[1][0][1] / rs[1][0][0], 1.8, false, "x" },
 		{ "RCU vs rwlock, 2 readers (writer at fixed rate)", rs[0][0][1] / rs[0][1][1], 3.0, false, "x" },
