@@ -56,7 +56,7 @@ static void publish(struct idr *idr, void **slot, uint64_t index, void *ptr)
 static int alloc_slow(struct idr *idr, void *ptr, uint64_t index,
 		      struct node_pool *fixed)
 {
-	struct node_pool own, *pool = fixed ? fixed : &own;
+	struct node_pool own = { .count = 0 }, *pool = fixed ? fixed : &own;
 	enum node_kind kind = idr_kind(idr);
 	/* The old API's reserve holds full nodes only: no sparse leaves. */
 	bool sparse_ok = !fixed && sparse_allowed(idr);
