@@ -217,6 +217,11 @@ struct idr_node *node_new(struct idr *idr, struct node_pool *pool)
 	memset(n->slots, 0, sizeof(n->slots));
 	n->free = ~(uint64_t)0;
 	n->children = 0;
+	/* A lockless find-by-handle reads the generation of free slots too
+	 * (and ignores it, their pointer being NULL): make it a defined 0,
+	 * which no handle carries. */
+	if (pool->kind == KIND_GEN)
+		memset(node_gens(n), 0, NODE_SLOTS * sizeof(uint32_t));
 	count_add(&idr->idr_nodes, 1);
 	return n;
 }
