@@ -74,6 +74,26 @@ static inline void model_delete(struct model *m, uint64_t id)
 	m->n--;
 }
 
+/* An idr_for_each() callback that compares each entry, in order, with the
+ * model's non-NULL entries; @data is a struct model_walk. */
+struct model_walk {
+	const struct model *m;
+	size_t i;   /* next model entry */
+	int bad;    /* entries that did not match */
+};
+
+static inline int model_visit(int id, void *p, void *data)
+{
+	struct model_walk *w = data;
+
+	while (w->i < w->m->n && !w->m->e[w->i].ptr)
+		w->i++;
+	w->bad += w->i >= w->m->n || w->m->e[w->i].id != (uint64_t)id ||
+		  w->m->e[w->i].ptr != p;
+	w->i++;
+	return 0;
+}
+
 static inline void model_free(struct model *m)
 {
 	free(m->e);

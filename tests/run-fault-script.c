@@ -171,30 +171,12 @@ static int run_step(struct world *w, size_t i)
 	return err;
 }
 
-struct walk {
-	const struct model *m;
-	size_t i;
-	int bad;
-};
-
-static int visit(int id, void *p, void *data)
-{
-	struct walk *wk = data;
-
-	while (wk->i < wk->m->n && !wk->m->e[wk->i].ptr)
-		wk->i++;
-	wk->bad += wk->i >= wk->m->n || wk->m->e[wk->i].id != (uint64_t)id ||
-		   wk->m->e[wk->i].ptr != p;
-	wk->i++;
-	return 0;
-}
-
 /* The world equals its models, through the API and structurally. */
 static bool consistent(struct world *w)
 {
-	struct walk wk = { &w->m, 0, 0 };
+	struct model_walk wk = { &w->m, 0, 0 };
 
-	idr_for_each(&w->idr, visit, &wk);
+	idr_for_each(&w->idr, model_visit, &wk);
 	if (wk.bad || idr_check(&w->idr) || ida_check(&w->ida))
 		return false;
 	for (size_t i = 0; i < w->m.n; i++)

@@ -7,31 +7,12 @@
 #include "model.h"
 #include "testutil.h"
 
-struct walk {
-	const struct model *m;
-	size_t i;
-	int bad;
-};
-
-static int compare_entry(int id, void *p, void *data)
-{
-	struct walk *w = data;
-
-	while (w->i < w->m->n && !w->m->e[w->i].ptr)
-		w->i++;
-	if (w->i >= w->m->n || w->m->e[w->i].id != (uint64_t)id ||
-	    w->m->e[w->i].ptr != p)
-		w->bad++;
-	w->i++;
-	return 0;
-}
-
 /* Everything visible through the API equals the model. */
 static void check_contents(const struct idr *idr, const struct model *m)
 {
-	struct walk w = { m, 0, 0 };
+	struct model_walk w = { m, 0, 0 };
 
-	CHECK_EQ(idr_for_each(idr, compare_entry, &w), 0);
+	CHECK_EQ(idr_for_each(idr, model_visit, &w), 0);
 	CHECK_EQ(w.bad, 0);
 	while (w.i < m->n && (!m->e[w.i].ptr || m->e[w.i].id > INT_MAX))
 		w.i++;
