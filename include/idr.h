@@ -301,7 +301,8 @@ unsigned int idr_get_cursor(const struct idr *idr);
 void idr_set_cursor(struct idr *idr, unsigned int val);
 
 /**
- * idr_memory_usage - bytes of nodes currently in @idr's tree.
+ * idr_memory_usage - bytes of nodes and compact leaves currently in @idr's
+ * tree.
  * Not counted: this thread's stash, nodes waiting for an RCU grace period.
  * Context: any (a snapshot).  Return: bytes; 0 for an empty idr.
  */
