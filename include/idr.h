@@ -10,11 +10,13 @@
  *   call                          | may run concurrently with writers?  | allocates?
  *   ------------------------------+-------------------------------------+-----------
  *   idr_alloc*, idr_remove,       | no: writer lock held (idr_lock() or | alloc: yes
- *   idr_replace, idr_destroy,     |     the caller's own, one per idr)  | others: no
- *   idr_set_cursor, compat calls  |                                     |
+ *   idr_replace, idr_destroy,     |     the caller's own, one per idr)  | remove: may
+ *   idr_set_cursor, compat calls, |                                     | (never fails)
+ *   idr_*_handle except find,     |                                     | replace: one
+ *   idr_handle_of, idr_check      |                                     | rare case
  *   idr_find, idr_get_next,       | yes, inside idr_rcu_read_lock() /   | no
- *   idr_for_each(_entry)          | idr_rcu_read_unlock(); or with the  |
- *                                 | writer lock held                    |
+ *   idr_for_each(_entry),         | idr_rcu_read_unlock(); or with the  |
+ *   idr_find_handle               | writer lock held                    |
  *   idr_is_empty, idr_get_cursor, | yes (a snapshot that may be stale)  | no
  *   idr_memory_usage              |                                     |
  *   idr_preload, idr_preload_end  | touch only this thread's stash      | preload: yes
