@@ -502,23 +502,28 @@ static struct idr shared;
 static pthread_rwlock_t rwlock; /* writer-preferring: else the writer starves */
 static int stop, use_rwlock;
 static long rs_space, rs_writes, rs_rate; /* rs_rate 0: as fast as it can */
+static int rs_batch; /* lookups per read-side section */
 
+/* rs_batch lookups per read-side section: 1 is how users write a lookup
+ * (lock, find, use, unlock), 16 a reader that batches. */
 static void *rs_reader(void *arg)
 {
 	uint64_t rng = (uintptr_t)arg * 2654435761u + 1;
 	long n = 0, hits = 0;
 
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		if (use_rwlock)
-			pthread_rwlock_rdlock(&rwlock);
-		else
-			idr_rcu_read_lock();
-		for (int i = 0; i < 16; i++)
-			hits += idr_find(&shared, rnd(&rng) % (uint64_t)rs_space) != NULL;
-		if (use_rwlock)
-			pthread_rwlock_unlock(&rwlock);
-		else
-			idr_rcu_read_unlock();
+		for (int i = 0; i < 16; i += rs_batch) {
+			if (use_rwlock)
+				pthread_rwlock_rdlock(&rwlock);
+			else
+				idr_rcu_read_lock();
+			for (int k = 0; k < rs_batch; k++)
+				hits += idr_find(&shared, rnd(&rng) % (uint64_t)rs_space) != NULL;
+			if (use_rwlock)
+				pthread_rwlock_unlock(&rwlock);
+			else
+				idr_rcu_read_unlock();
+		}
 		n += 16;
 	}
 	return (void *)(n + (hits < 0));
@@ -810,23 +815,26 @@ int main(int argc, char **argv)
 	     seed[2] / seed[0], seed[2] / seed[1]);
 	emit("| seed pattern, 2 threads, one idr (wall time / IDs) | %.2f |\n", seed[3]);
 
-	double rs[2][2][2], ws[2][2][2]; /* [writer mode][rcu, rwlock][readers] */
+	/* [lookups per section: 1, 16][writer mode][rcu, rwlock][readers] */
+	double rs[2][2][2][2], ws[2][2][2][2];
 	emit("\n| read scaling, N IDs, one writer churning | 1 reader, lookups/s | 2 readers | 2 vs 1 | writer ops/s (1 / 2 readers) |\n|---|---:|---:|---:|---:|\n");
-	for (int mode = 0; mode < 2; mode++) {
-		static const char *const how[] = { "writer at %d ops/s", "writer flat out" };
-		static const char *const lock[] = { "RCU", "rwlock" };
-		rs_rate = mode ? 0 : WRITES_PER_SEC;
-		read_scaling(n, repeats < 3 ? repeats : 3, rs[mode], ws[mode]);
-		for (int rw = 0; rw < 2; rw++) {
+	for (int b = 0; b < 2; b++)
+		for (int mode = 0; mode < 2; mode++) {
+			static const char *const how[] = { "writer at %d ops/s", "writer flat out" };
+			static const char *const lock[] = { "RCU", "rwlock" };
 			char label[64];
+			rs_batch = b ? 16 : 1;
+			rs_rate = mode ? 0 : WRITES_PER_SEC;
 			snprintf(label, sizeof(label), how[mode], WRITES_PER_SEC);
-			emit("| %s, %s | %.3g | %.3g | %.2fx | %.3g / %.3g |\n", lock[rw], label,
-			     rs[mode][rw][0], rs[mode][rw][1], rs[mode][rw][1] / rs[mode][rw][0],
-			     ws[mode][rw][0], ws[mode][rw][1]);
+			read_scaling(n, repeats < 3 ? repeats : 3, rs[b][mode], ws[b][mode]);
+			for (int rw = 0; rw < 2; rw++)
+				emit("| %s, %d lookup%s a section, %s | %.3g | %.3g | %.2fx | %.3g / %.3g |\n",
+				     lock[rw], rs_batch, b ? "s" : "", label, rs[b][mode][rw][0],
+				     rs[b][mode][rw][1], rs[b][mode][rw][1] / rs[b][mode][rw][0],
+				     ws[b][mode][rw][0], ws[b][mode][rw][1]);
+			emit("| RCU vs rwlock, 2 readers | | %.2fx | | |\n",
+			     rs[b][mode][0][1] / rs[b][mode][1][1]);
 		}
-		emit("| RCU vs rwlock, 2 readers, %s | | %.2fx | | |\n", mode ? "writer flat out" : "fixed rate",
-		     rs[mode][0][1] / rs[mode][1][1]);
-	}
 
 	emit("\n| handle mode (IDR_F_HANDLES) vs plain | plain | handles | cost |\n|---|---:|---:|---:|\n");
 	static const int hm[] = { M_DENSE, M_RAND, M_CHAIN, M_BYTES_DENSE };
@@ -846,10 +854,13 @@ int main(int argc, char **argv)
 		{ "empty idr + empty ida", (double)empty_bytes, 0, true, " B" },
 		{ "ida heap per ID, dense", ida[0][I_BYTES], 0.15, true, " B" },
 		{ "seed pattern vs plain alloc, 1 thread", seed[2] / seed[0], 1.5, true, "x" },
-		{ "RCU lookups, 2 readers vs 1 (writer at fixed rate)", rs[0][0][1] / rs[0][0][0], 1.8, false, "x" },
-		{ "RCU lookups, 2 readers vs 1 (writer flat out)", rs[1][0][1] / rs[1][0][0], 1.8, false, "x" },
-		{ "RCU vs rwlock, 2 readers (writer at fixed rate)", rs[0][0][1] / rs[0][1][1], 3.0, false, "x" },
-		{ "RCU vs rwlock, 2 readers (writer flat out)", rs[1][0][1] / rs[1][1][1], 3.0, false, "x" },
+#define RS_TARGETS(b, what)                                                           \
+	{ "RCU 2 readers vs 1, fixed-rate writer, " what, rs[b][0][0][1] / rs[b][0][0][0], 1.8, false, "x" }, \
+	{ "RCU 2 readers vs 1, writer flat out, " what, rs[b][1][0][1] / rs[b][1][0][0], 1.8, false, "x" },  \
+	{ "RCU vs rwlock, 2 readers, fixed-rate writer, " what, rs[b][0][0][1] / rs[b][0][1][1], 3.0, false, "x" }, \
+	{ "RCU vs rwlock, 2 readers, writer flat out, " what, rs[b][1][0][1] / rs[b][1][1][1], 3.0, false, "x" }
+		RS_TARGETS(0, "1 lookup a section"),
+		RS_TARGETS(1, "16 lookups a section"),
 	};
 	print_targets(targets, (int)(sizeof(targets) / sizeof(targets[0])));
 	if (!ok)
