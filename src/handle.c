@@ -55,16 +55,12 @@ static struct idr_node *find_leaf(const struct idr *idr, uint64_t id)
 	return node;
 }
 
-/* Writer side: is @handle's ID allocated in the generation it names? */
+/* Writer side: is @handle's ID allocated in the generation it names?  (A
+ * generation of 0 never is: idr_handle_of() returns 0 for "none".) */
 static bool current(const struct idr *idr, idr_handle_t handle)
 {
-	uint64_t id = idr_handle_id(handle);
-	struct idr_node *leaf = find_leaf(idr, id);
-	unsigned off = (unsigned)((id - idr->idr_base) & NODE_MASK);
-
-	return leaf && !(leaf->free >> off & 1) &&
-	       node_gens(leaf)[off] == idr_handle_gen(handle) &&
-	       idr_handle_gen(handle);
+	return idr_handle_gen(handle) &&
+	       idr_handle_of(idr, idr_handle_id(handle)) == handle;
 }
 
 int idr_alloc_handle(struct idr *idr, void *ptr, int start, int end,
@@ -93,14 +89,14 @@ void *idr_find_handle(const struct idr *idr, idr_handle_t handle)
 
 void *idr_remove_handle(struct idr *idr, idr_handle_t handle)
 {
-	if (!has_handles(idr) || !current(idr, handle))
+	if (!current(idr, handle))
 		return NULL;
 	return idr_remove(idr, idr_handle_id(handle));
 }
 
 void *idr_replace_handle(struct idr *idr, void *ptr, idr_handle_t handle)
 {
-	if (!has_handles(idr) || !current(idr, handle))
+	if (!current(idr, handle))
 		return IDR_ERR_PTR(-ENOENT);
 	return idr_replace(idr, ptr, idr_handle_id(handle));
 }

@@ -35,13 +35,6 @@ void idr_destroy(struct idr *idr)
 	writer_exit(idr);
 }
 
-/*
- * The one allocation path: the lowest free ID in [@min, @max] (IDs, both
- * inclusive).  Everything that can fail is checked or obtained before the
- * tree is touched.  Nodes come from @fixed when given (the deprecated API's
- * per-idr reserve: -EAGAIN when it is too small), else from the stash and
- * then the allocator.
- */
 /* Publish @ptr in the slot just claimed for @index: in a handle idr the
  * generation goes first (see handle.c). */
 static void publish(struct idr *idr, void **slot, uint64_t index, void *ptr)
@@ -237,18 +230,12 @@ void *idr_remove(struct idr *idr, unsigned long id)
 void *idr_replace(struct idr *idr, void *ptr, unsigned long id)
 {
 	uint64_t index = index_of(idr, id);
-	void *old = IDR_ERR_PTR(-ENOENT);
+	void *old = NULL;
 
 	writer_enter(idr, "idr_replace");
-	if (index != INDEX_NONE && tree_get(idr, index, &old)) {
-		int err = tree_set(idr, index, ptr);
-		if (err)
-			old = IDR_ERR_PTR(err);
-	} else {
-		old = IDR_ERR_PTR(-ENOENT);
-	}
+	int err = index == INDEX_NONE ? -ENOENT : tree_replace(idr, index, ptr, &old);
 	writer_exit(idr);
-	return old;
+	return err ? IDR_ERR_PTR(err) : old;
 }
 
 void *idr_get_next(const struct idr *idr, int *nextid)

@@ -117,15 +117,6 @@ static void lanes_store(struct cleaf *c, uint64_t lanes)
 	__atomic_store_n(&c->lanes, lanes, __ATOMIC_RELEASE);
 }
 
-static unsigned lanes_used(uint64_t lanes)
-{
-	unsigned n = 0;
-
-	for (unsigned lane = 0; lane < CLEAF_CAP; lane++)
-		n += lane_off(lanes, lane) != LANE_FREE;
-	return n;
-}
-
 /* The offsets a sparse word holds, as a bitmap (writer side). */
 uint64_t sparse_taken(const void *word)
 {
@@ -210,14 +201,18 @@ bool sparse_get(const void *word, unsigned off, void **value)
 /* Does adding an entry to @word turn it into a full leaf? */
 bool sparse_needs_full(const void *word)
 {
-	return !is_single(word) && lanes_used(cleaf_of(word)->lanes) == CLEAF_CAP;
+	return !is_single(word) && lane_of(cleaf_of(word)->lanes, LANE_FREE) < 0;
 }
 
-static struct cleaf *cleaf_init(struct idr *idr, struct cleaf *c)
+/* @c, new to the tree, holding (@off, @ptr) in its first lane only. */
+static struct cleaf *cleaf_init(struct idr *idr, struct cleaf *c, unsigned off,
+				void *ptr)
 {
 	c->lanes = ~(uint64_t)0; /* every lane LANE_FREE */
 	for (unsigned lane = 0; lane < CLEAF_CAP; lane++)
 		c->ptr[lane] = NULL;
+	c->ptr[0] = ptr;
+	c->lanes = lane_with(c->lanes, 0, off);
 	count_add(&idr->idr_sparse, 1);
 	return c;
 }
@@ -231,10 +226,7 @@ void sparse_new(struct idr *idr, void **slot, unsigned off, void *ptr,
 		slot_store(slot, single_word(off, ptr));
 		return;
 	}
-	struct cleaf *c = cleaf_init(idr, pool_take_cleaf(pool));
-	c->ptr[0] = ptr;
-	c->lanes = lane_with(c->lanes, 0, off);
-	slot_store(slot, cleaf_word(c));
+	slot_store(slot, cleaf_word(cleaf_init(idr, pool_take_cleaf(pool), off, ptr)));
 }
 
 /* A full leaf (from @pool) holding the sparse leaf's entries, published
@@ -273,10 +265,10 @@ void sparse_insert(struct idr *idr, void **slot, unsigned off, void *ptr,
 	void *word = *slot;
 
 	if (is_single(word)) {
-		struct cleaf *c = cleaf_init(idr, pool_take_cleaf(pool));
-		c->ptr[0] = single_ptr(word);
+		struct cleaf *c = cleaf_init(idr, pool_take_cleaf(pool),
+					     single_off(word), single_ptr(word));
 		c->ptr[1] = ptr;
-		c->lanes = lane_with(lane_with(c->lanes, 0, single_off(word)), 1, off);
+		c->lanes = lane_with(c->lanes, 1, off);
 		slot_store(slot, cleaf_word(c));
 		return;
 	}
@@ -312,10 +304,7 @@ int sparse_set(struct idr *idr, void **slot, unsigned off, void *ptr)
 	struct cleaf *c = mem_alloc(sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	cleaf_init(idr, c);
-	c->ptr[0] = ptr;
-	c->lanes = lane_with(c->lanes, 0, off);
-	slot_store(slot, cleaf_word(c));
+	slot_store(slot, cleaf_word(cleaf_init(idr, c, off, ptr)));
 	return 0;
 }
 
@@ -333,23 +322,20 @@ bool sparse_remove(struct idr *idr, void **slot, unsigned off)
 	unsigned lane = (unsigned)lane_of(c->lanes, off);
 	lanes_store(c, lane_with(c->lanes, lane, LANE_FREE));
 	slot_store(&c->ptr[lane], NULL);
-	unsigned left = lanes_used(c->lanes);
-	if (left > 1)
-		return false;
-	if (left == 1) {
-		int last = 0;
-		for (unsigned l = 0; l < CLEAF_CAP; l++)
-			if (lane_off(c->lanes, l) != LANE_FREE)
-				last = (int)l;
-		void *p = c->ptr[last];
+	uint64_t left = sparse_taken(word);
+	if (left & (left - 1))
+		return false; /* two or more entries stay */
+	if (left) {
+		unsigned o = (unsigned)__builtin_ctzll(left);
+		void *p = c->ptr[lane_of(c->lanes, o)];
 		if (!can_single(p))
 			return false;
-		slot_store(slot, single_word(lane_off(c->lanes, (unsigned)last), p));
+		slot_store(slot, single_word(o, p));
 	} else {
 		slot_store(slot, NULL);
 	}
 	cleaf_retire(idr, c);
-	return left == 0;
+	return !left;
 }
 
 /* The full leaf in @slot has CLEAF_CAP entries or fewer: give it a sparse
@@ -358,18 +344,19 @@ void sparse_demote(struct idr *idr, void **slot)
 {
 	struct idr_node *leaf = *slot;
 	uint64_t taken = leaf->children;
+	unsigned first = (unsigned)__builtin_ctzll(taken);
 
-	if (!(taken & (taken - 1)) && can_single(leaf->slots[__builtin_ctzll(taken)])) {
-		unsigned o = (unsigned)__builtin_ctzll(taken);
-		slot_store(slot, single_word(o, leaf->slots[o]));
+	if (!(taken & (taken - 1)) && can_single(leaf->slots[first])) {
+		slot_store(slot, single_word(first, leaf->slots[first]));
 		node_retire(idr, leaf);
 		return;
 	}
 	struct cleaf *c = mem_alloc(sizeof(*c));
 	if (!c)
 		return;
-	cleaf_init(idr, c);
-	for (unsigned lane = 0; taken; lane++, taken &= taken - 1) {
+	cleaf_init(idr, c, first, leaf->slots[first]);
+	taken &= taken - 1;
+	for (unsigned lane = 1; taken; lane++, taken &= taken - 1) {
 		unsigned o = (unsigned)__builtin_ctzll(taken);
 		c->ptr[lane] = leaf->slots[o];
 		c->lanes = lane_with(c->lanes, lane, o);

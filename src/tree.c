@@ -366,14 +366,10 @@ static void *leaf_word(const struct idr *idr, uint64_t index, struct path *p)
 	return p->node[2]->slots[p->off[2]];
 }
 
-bool tree_get(const struct idr *idr, uint64_t index, void **value)
+/* Is @off allocated in the leaf-level @word?  Its value goes to *@value
+ * either way (NULL or stale if not). */
+static bool word_get(const void *word, unsigned off, void **value)
 {
-	struct path p;
-	void *word = leaf_word(idr, index, &p);
-	unsigned off = (unsigned)(index & NODE_MASK);
-
-	if (!word)
-		return false;
 	if (is_sparse(word))
 		return sparse_get(word, off, value);
 	const struct idr_node *leaf = word;
@@ -381,13 +377,17 @@ bool tree_get(const struct idr *idr, uint64_t index, void **value)
 	return !(leaf->free & bit(off));
 }
 
-/* Replace allocated @index's value. */
-int tree_set(struct idr *idr, uint64_t index, void *ptr)
+/* Store @ptr under allocated @index with one walk, the old value in *@old.
+ * -ENOENT if @index is not allocated; -ENOMEM as sparse_set(), with
+ * nothing changed. */
+int tree_replace(struct idr *idr, uint64_t index, void *ptr, void **old)
 {
 	struct path p;
 	void *word = leaf_word(idr, index, &p);
 	unsigned off = (unsigned)(index & NODE_MASK);
 
+	if (!word || !word_get(word, off, old))
+		return -ENOENT;
 	if (is_sparse(word))
 		return sparse_set(idr, &p.node[2]->slots[p.off[2]], off, ptr);
 	slot_store(&((struct idr_node *)word)->slots[off], ptr);
@@ -507,17 +507,8 @@ bool tree_take(struct idr *idr, uint64_t index, bool sparse_ok, void **old)
 	void *word = leaf_word(idr, index, &p);
 	unsigned off = (unsigned)(index & NODE_MASK);
 
-	if (!word)
+	if (!word || !word_get(word, off, old))
 		return false;
-	if (is_sparse(word)) {
-		if (!sparse_get(word, off, old))
-			return false;
-	} else {
-		const struct idr_node *leaf = word;
-		if (leaf->free & bit(off))
-			return false;
-		*old = leaf->slots[off];
-	}
 	release_at(idr, &p, word, index, sparse_ok);
 	return true;
 }
