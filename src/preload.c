@@ -234,16 +234,17 @@ int pool_fill(struct node_pool *pool, enum node_kind kind, struct insert_need ne
 
 	pool->kind = kind;
 	pool->count = 0;
+	pool->from_stash = 0;
 	pool->cleaf = NULL;
-	while (pool->count < need.full && sh->count)
-		pool->node[pool->count++] = sh->node[--sh->count];
-	pool->from_stash = pool->count;
+	/* Stash nodes come first, so the first from_stash are the stash's. */
 	while (pool->count < need.full) {
-		struct idr_node *n = mem_alloc(kind_bytes(kind));
+		bool from_shelf;
+		struct idr_node *n = shelf_or_alloc(sh, kind, &from_shelf);
 		if (!n) {
 			pool_return(pool);
 			return -ENOMEM;
 		}
+		pool->from_stash += from_shelf;
 		pool->node[pool->count++] = n;
 	}
 	if (need.compact) {
