@@ -36,7 +36,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -85,11 +84,11 @@ struct idr {
 	int idr_reserve_lock;     /* private: guards the reserve */
 	int idr_writers;          /* private: IDR_DEBUG builds count writers */
 	unsigned int idr_clock;   /* private: allocation clock (IDR_F_HANDLES) */
-	pthread_mutex_t idr_mutex; /* private: see idr_lock() */
+	int idr_lock_word;        /* private: futex word, see idr_lock() */
 };
 
 #define IDR_INIT_FLAGS(name, base, flags)                                   \
-	{ NULL, (base), 0, (flags), 0, 0, 0, NULL, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER }
+	{ NULL, (base), 0, (flags), 0, 0, 0, NULL, 0, 0, 0, 0 }
 #define IDR_INIT_BASE(name, base) IDR_INIT_FLAGS(name, base, 0)
 #define IDR_INIT(name) IDR_INIT_BASE(name, 0)
 /* A statically initialized, empty idr handing out IDs from 0. */
@@ -406,11 +405,13 @@ idr_handle_t idr_handle_of(const struct idr *idr, unsigned long id);
 /* Locking and RCU.                                                        */
 
 /**
- * idr_lock / idr_unlock - the idr's own writer lock (a pthread mutex: writers
- * never allocate under it when they preload first, so hold times are short
- * and a sleeping lock costs nothing under contention that a spin lock would
- * save).  Callers may instead serialize writers with a lock of their own.
- * Context: any thread; idr_lock() may block.
+ * idr_lock / idr_unlock - the idr's own writer lock: a futex-based sleeping
+ * mutex that spins briefly before it sleeps (writers never allocate under it
+ * when they preload first, so hold times are short).  Not recursive; unlock
+ * only from the thread that locked.  It needs no initialization beyond
+ * idr_init() or DEFINE_IDR() and no destruction.  Callers may instead
+ * serialize writers with a lock of their own.
+ * Context: any thread; idr_lock() may block.  Neither allocates.
  */
 void idr_lock(struct idr *idr);
 void idr_unlock(struct idr *idr);

@@ -13,7 +13,6 @@ void idr_init_flags(struct idr *idr, int base, unsigned int flags)
 	idr->idr_flags = flags & (IDR_F_NO_RCU | IDR_F_HANDLES);
 	if (flags & IDR_F_HANDLES)
 		stock_kind(KIND_GEN);
-	pthread_mutex_init(&idr->idr_mutex, NULL);
 }
 
 void idr_init_base(struct idr *idr, int base)

@@ -105,13 +105,3 @@ void idr_rcu_barrier(void)
 {
 	urcu_bp_barrier();
 }
-
-void idr_lock(struct idr *idr)
-{
-	pthread_mutex_lock(&idr->idr_mutex);
-}
-
-void idr_unlock(struct idr *idr)
-{
-	pthread_mutex_unlock(&idr->idr_mutex);
-}

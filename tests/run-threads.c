@@ -6,8 +6,10 @@
  * each thread kept.  Runs under ThreadSanitizer too (no RCU readers here).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "testutil.h"
 
@@ -156,4 +158,82 @@ TEST(ida_is_safe_without_caller_locking)
 	CHECK_EQ(tu_diag_count(), 0);
 	ida_destroy(&ida);
 	CHECK(ida_is_empty(&ida));
+}
+
+/* ---- idr_lock() itself: mutual exclusion, and sleepers are woken ---- */
+
+struct counter {
+	struct idr *idr;
+	long iters;
+	long value; /* plain, not atomic: only the lock guards it */
+	int inside; /* how many threads are inside at once (should be 1) */
+	int overlap;
+};
+
+static void *count_under_lock(void *arg)
+{
+	struct counter *c = arg;
+
+	for (long i = 0; i < c->iters; i++) {
+		idr_lock(c->idr);
+		if (__atomic_add_fetch(&c->inside, 1, __ATOMIC_RELAXED) != 1)
+			__atomic_store_n(&c->overlap, 1, __ATOMIC_RELAXED);
+		c->value++;
+		/* Now and then hold the lock long enough that the others give up
+		 * spinning and sleep in the kernel. */
+		if (i % 1024 == 0)
+			sched_yield();
+		__atomic_sub_fetch(&c->inside, 1, __ATOMIC_RELAXED);
+		idr_unlock(c->idr);
+	}
+	return NULL;
+}
+
+TEST(idr_lock_excludes_and_loses_no_update)
+{
+	DEFINE_IDR(idr);
+	struct counter c = { &idr, tu_scale(200000), 0, 0, 0 };
+	pthread_t t[THREADS];
+
+	for (int i = 0; i < THREADS; i++)
+		CHECK_EQ(pthread_create(&t[i], NULL, count_under_lock, &c), 0);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	CHECK_EQ(c.overlap, 0);
+	CHECK_EQ(c.value, THREADS * c.iters);
+	CHECK_EQ(idr.idr_lock_word, 0); /* released, no waiter left marked */
+}
+
+struct sleeper {
+	struct idr *idr;
+	int got; /* set once the sleeper holds the lock */
+};
+
+static void *take_once(void *arg)
+{
+	struct sleeper *s = arg;
+
+	idr_lock(s->idr);
+	__atomic_store_n(&s->got, 1, __ATOMIC_RELEASE);
+	idr_unlock(s->idr);
+	return NULL;
+}
+
+TEST(idr_lock_waiter_sleeps_until_unlock)
+{
+	DEFINE_IDR(idr);
+	struct sleeper s = { &idr, 0 };
+	pthread_t t;
+
+	idr_lock(&idr);
+	CHECK_EQ(pthread_create(&t, NULL, take_once, &s), 0);
+	/* Long past any spinning: the waiter is asleep in the kernel. */
+	struct timespec pause = { 0, 50 * 1000 * 1000 };
+	nanosleep(&pause, NULL);
+	CHECK_EQ(__atomic_load_n(&s.got, __ATOMIC_ACQUIRE), 0);
+	CHECK_EQ(__atomic_load_n(&idr.idr_lock_word, __ATOMIC_RELAXED), 2); /* contended */
+	idr_unlock(&idr);
+	pthread_join(t, NULL);
+	CHECK_EQ(s.got, 1);
+	CHECK_EQ(idr.idr_lock_word, 0);
 }
