@@ -36,7 +36,7 @@ SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -Iinclude $(URCU_CFLAGS) $(SANFLAGS) $(CFLAGS)
 LDLIBS   := $(URCU_LIBS) -lpthread
 
-SRCS := src/tree.c src/idr.c src/preload.c src/rcu.c src/ida.c src/compat.c src/check.c src/handle.c src/sparse.c src/lock.c
+SRCS := src/tree.c src/idr.c src/preload.c src/rcu.c src/ida.c src/compat.c src/check.c src/handle.c src/sparse.c src/lock.c src/dir.c
 OBJS := $(SRCS:src/%.c=$(O)/obj/%.o)
 
 # Tests link the static library so sanitizer and valgrind runs see one image.

@@ -165,6 +165,24 @@ static int check_reserve(const struct census *c, const struct idr *idr)
 	return 0;
 }
 
+/* The lookup directory, if any, must show exactly the tree's leaf-level
+ * words, and only above height 1 (dir.c). */
+static int check_dir(const struct census *c, const struct idr *idr)
+{
+	const struct leafdir *d = dir_load(idr);
+
+	if (!d)
+		return 0;
+	if (root_height(root_load(idr)) < 2)
+		return violation(c, 0, root_height(root_load(idr)),
+				 "lookup directory on a tree without interior levels");
+	for (size_t k = 0; k < d->cap; k++)
+		if (d->leaf[k] != tree_leaf_word(idr, k))
+			return violation(c, (uint64_t)k << NODE_BITS, 1,
+					 "lookup directory disagrees with the tree");
+	return 0;
+}
+
 int idr_check(const struct idr *idr)
 {
 	struct census c = { "idr_check", false, idr_kind(idr) == KIND_GEN,
@@ -175,6 +193,8 @@ int idr_check(const struct idr *idr)
 		err = violation(&c, 0, 0, "node count is wrong");
 	if (!err && c.sparse != __atomic_load_n(&idr->idr_sparse, __ATOMIC_RELAXED))
 		err = violation(&c, 0, 0, "compact leaf count is wrong");
+	if (!err)
+		err = check_dir(&c, idr);
 	return err ? err : check_reserve(&c, idr);
 }
 

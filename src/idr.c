@@ -43,25 +43,48 @@ static void publish(struct idr *idr, void **slot, uint64_t index, void *ptr)
 	slot_store(slot, ptr);
 }
 
+/* Only an allocation that may block, outside a preload section, calls the
+ * allocator for the lookup directory; any other takes what the stash set
+ * aside, or goes without. */
+static bool may_block(idr_gfp_t gfp)
+{
+	return (gfp & IDR_GFP_KERNEL) && !(gfp & (IDR_GFP_NOWAIT | IDR_GFP_ATOMIC)) &&
+	       !in_preload();
+}
+
 /* @index needs a new node, a new form of sparse leaf, or a taller tree:
- * gather every node it takes first, so that a failure changes nothing. */
+ * gather every node it takes (and a larger lookup directory, if it is due)
+ * first, so that a failure changes nothing. */
 static int alloc_slow(struct idr *idr, void *ptr, uint64_t index,
-		      struct node_pool *fixed)
+		      struct node_pool *fixed, idr_gfp_t gfp)
 {
 	struct node_pool own = { .count = 0 }, *pool = fixed ? fixed : &own;
 	enum node_kind kind = idr_kind(idr);
-	/* The old API's reserve holds full nodes only: no sparse leaves. */
+	/* The old API's reserve holds full nodes only: no sparse leaves, and
+	 * no directory (its callers allocate under their lock). */
 	bool sparse_ok = !fixed && sparse_allowed(idr);
 	struct insert_need need = tree_needs(idr, index, ptr, sparse_ok);
+	size_t dir_cap = fixed ? 0 : dir_wanted(idr, index);
+	struct leafdir *dir = NULL;
 
 	if (fixed && need.full > fixed->count)
 		return -EAGAIN;
 	if (!fixed && pool_fill(pool, kind, need))
 		return -ENOMEM;
+	if (dir_cap) {
+		bool alloc = may_block(gfp);
+		dir = dir_obtain(dir_cap, alloc);
+		if (!dir && alloc) {
+			pool_return(pool);
+			return -ENOMEM;
+		}
+	}
 	if (kind == KIND_GEN)
 		publish(idr, tree_insert(idr, index, pool, NULL, true, false), index, ptr);
 	else
 		tree_insert(idr, index, pool, ptr, true, sparse_ok);
+	if (dir)
+		dir_install(idr, dir);
 	return 0;
 }
 
@@ -72,7 +95,8 @@ static int alloc_slow(struct idr *idr, void *ptr, uint64_t index,
  * then the allocator.
  */
 static int alloc_in_tree(struct idr *idr, void *ptr, uint64_t min,
-			 uint64_t max, struct node_pool *fixed, uint64_t *id)
+			 uint64_t max, struct node_pool *fixed, idr_gfp_t gfp,
+			 uint64_t *id)
 {
 	uint64_t base = idr->idr_base;
 	struct path p;
@@ -88,7 +112,7 @@ static int alloc_in_tree(struct idr *idr, void *ptr, uint64_t min,
 		/* The common case: a full leaf with room is already there. */
 		publish(idr, tree_insert_found(&p, index), index, ptr);
 	} else {
-		int err = alloc_slow(idr, ptr, index, fixed);
+		int err = alloc_slow(idr, ptr, index, fixed, gfp);
 		if (err)
 			return err;
 	}
@@ -97,18 +121,18 @@ static int alloc_in_tree(struct idr *idr, void *ptr, uint64_t min,
 }
 
 int alloc_id(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
-	     struct node_pool *fixed, uint64_t *id)
+	     struct node_pool *fixed, idr_gfp_t gfp, uint64_t *id)
 {
 	writer_enter(idr, "idr_alloc");
-	int err = alloc_in_tree(idr, ptr, min, max, fixed, id);
+	int err = alloc_in_tree(idr, ptr, min, max, fixed, gfp, id);
 	writer_exit(idr);
 	return err;
 }
 
 static int alloc_range(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
-		       uint64_t *id)
+		       idr_gfp_t gfp, uint64_t *id)
 {
-	return alloc_id(idr, ptr, min, max, NULL, id);
+	return alloc_id(idr, ptr, min, max, NULL, gfp, id);
 }
 
 static uint64_t max_id(int end)
@@ -119,11 +143,10 @@ static uint64_t max_id(int end)
 int idr_alloc(struct idr *idr, void *ptr, int start, int end, idr_gfp_t gfp)
 {
 	uint64_t id;
-	(void)gfp;
 
 	if (start < 0)
 		return -EINVAL;
-	int err = alloc_range(idr, ptr, (uint64_t)start, max_id(end), &id);
+	int err = alloc_range(idr, ptr, (uint64_t)start, max_id(end), gfp, &id);
 	return err ? err : (int)id;
 }
 
@@ -131,9 +154,7 @@ int idr_alloc_u32(struct idr *idr, void *ptr, uint32_t *nextid, uint32_t max,
 		  idr_gfp_t gfp)
 {
 	uint64_t id;
-	(void)gfp;
-
-	int err = alloc_range(idr, ptr, *nextid, max, &id);
+	int err = alloc_range(idr, ptr, *nextid, max, gfp, &id);
 	if (!err)
 		*nextid = (uint32_t)id;
 	return err;
@@ -143,15 +164,14 @@ int idr_alloc_cyclic(struct idr *idr, void *ptr, int start, int end,
 		     idr_gfp_t gfp)
 {
 	uint64_t id, max = max_id(end);
-	(void)gfp;
 
 	if (start < 0)
 		return -EINVAL;
 	unsigned cursor = idr_get_cursor(idr);
 	uint64_t from = cursor > (unsigned)start ? cursor : (unsigned)start;
-	int err = alloc_range(idr, ptr, from, max, &id);
+	int err = alloc_range(idr, ptr, from, max, gfp, &id);
 	if (err == -ENOSPC && from > (unsigned)start)
-		err = alloc_range(idr, ptr, (uint64_t)start, max, &id);
+		err = alloc_range(idr, ptr, (uint64_t)start, max, gfp, &id);
 	if (err)
 		return err;
 	idr_set_cursor(idr, (unsigned)id + 1);
@@ -174,14 +194,30 @@ static uint64_t index_of(const struct idr *idr, unsigned long id)
 			return NULL;                                          \
 	} while (0)
 
-/* Unrolled by height: a loop over the levels costs a third more per
- * lookup than the loads themselves (make bench). */
+/* The slot of @index in leaf-level @word: sparse, full or absent. */
+static inline void *leaf_find(const void *word, uint64_t index)
+{
+	if (__builtin_expect(is_sparse(word), 0))
+		return sparse_find(word, (unsigned)(index & NODE_MASK));
+	if (!word)
+		return NULL;
+	return slot_load(&((const struct idr_node *)word)->slots[index & NODE_MASK]);
+}
+
+/* Through the directory when it covers @id (see dir.c), else down the tree,
+ * unrolled by height: a loop over the levels costs a third more per lookup
+ * than the loads themselves (make bench). */
 void *idr_find(const struct idr *idr, unsigned long id)
 {
-	uintptr_t root = root_load(idr);
-	unsigned h = root_height(root);
 	/* An ID below the base wraps to a huge index: one test covers both. */
 	uint64_t index = (uint64_t)id - idr->idr_base;
+	const struct leafdir *dir = dir_load(idr);
+
+	if (__builtin_expect(dir && (index >> NODE_BITS) < dir->cap, 1))
+		return leaf_find(slot_load(&dir->leaf[index >> NODE_BITS]), index);
+
+	uintptr_t root = root_load(idr);
+	unsigned h = root_height(root);
 	const struct idr_node *node = root_node(root);
 
 	if (index >> (NODE_BITS * h))
@@ -201,12 +237,8 @@ void *idr_find(const struct idr *idr, unsigned long id)
 		__attribute__((fallthrough));
 	case 2:
 		/* Only this step can meet a sparse leaf. */
-		node = slot_load(&node->slots[(index >> NODE_BITS) & NODE_MASK]);
-		if (__builtin_expect(is_sparse(node), 0))
-			return sparse_find(node, (unsigned)(index & NODE_MASK));
-		if (!node)
-			return NULL;
-		__attribute__((fallthrough));
+		return leaf_find(slot_load(&node->slots[(index >> NODE_BITS) & NODE_MASK]),
+				 index);
 	case 1:
 		return slot_load(&node->slots[index & NODE_MASK]);
 	default:
@@ -288,5 +320,6 @@ size_t idr_memory_usage(const struct idr *idr)
 	return __atomic_load_n(&idr->idr_nodes, __ATOMIC_RELAXED) *
 		       kind_bytes(idr_kind(idr)) +
 	       __atomic_load_n(&idr->idr_sparse, __ATOMIC_RELAXED) *
-		       sizeof(struct cleaf);
+		       sizeof(struct cleaf) +
+	       dir_memory(idr);
 }

@@ -120,6 +120,32 @@ static inline uint64_t span(unsigned height)
 
 #define INDEX_NONE UINT64_MAX
 
+/*
+ * The lookup directory (src/dir.c): for a dense idr, the leaf-level word of
+ * every leaf k < cap (what the tree holds for indices [64k, 64k + 64)), so
+ * idr_find() takes two dependent loads where the tree takes one per level.
+ * It is a copy the writer keeps in step with the tree; present only at
+ * height 2 or more, and only while it is small beside the tree.
+ */
+struct leafdir {
+	size_t cap;              /* leaves covered */
+	struct rcu_head rcu;
+	void *leaf[];
+};
+
+static inline const struct leafdir *dir_load(const struct idr *idr)
+{
+	return __atomic_load_n((struct leafdir *const *)&idr->idr_dir,
+			       __ATOMIC_ACQUIRE);
+}
+
+/* A leaf-level slot (in a height-2 node) and the number of its leaf,
+ * index >> NODE_BITS: stores into it go through leaf_store(). */
+struct leaf_ref {
+	void **slot;
+	uint64_t leaf;
+};
+
 /* An ida leaf slot points at a bitmap of this many IDs. */
 #define IDA_CHUNK_BITS 10
 #define IDA_CHUNK_IDS (1u << IDA_CHUNK_BITS)
@@ -170,6 +196,7 @@ IDR_HIDDEN void tree_release(struct idr *idr, uint64_t index, bool sparse_ok);
 IDR_HIDDEN bool tree_take(struct idr *idr, uint64_t index, bool sparse_ok,
 			  void **old);
 IDR_HIDDEN void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry));
+IDR_HIDDEN void *tree_leaf_word(const struct idr *idr, uint64_t leaf);
 IDR_HIDDEN uint64_t tree_next_entry(const struct idr *idr, uint64_t index,
 				    uint64_t last, void **entry);
 
@@ -184,7 +211,7 @@ IDR_HIDDEN void stamp_generation(struct idr *idr, void **slot, uint64_t index);
 
 /* idr.c, compat.c */
 IDR_HIDDEN int alloc_id(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
-			struct node_pool *fixed, uint64_t *id);
+			struct node_pool *fixed, idr_gfp_t gfp, uint64_t *id);
 IDR_HIDDEN void compat_drain(struct idr *idr);
 
 /* Writer-side counter updates that lockless snapshots may read. */
@@ -233,10 +260,24 @@ IDR_HIDDEN struct cleaf *pool_take_cleaf(struct node_pool *pool);
 IDR_HIDDEN void stock_kind(enum node_kind kind);
 IDR_HIDDEN void pool_return(struct node_pool *pool);
 IDR_HIDDEN struct idr_node *pool_take(struct node_pool *pool);
+IDR_HIDDEN bool in_preload(void);
+IDR_HIDDEN struct leafdir *stash_take_dir(size_t cap);
+IDR_HIDDEN void stash_want_dir(size_t cap);
 IDR_HIDDEN void report(const char *func, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* sparse.c: a leaf-level word that is_sparse(); @slot is where it lives */
+/* dir.c */
+IDR_HIDDEN void leaf_store(struct idr *idr, struct leaf_ref ref, void *word);
+IDR_HIDDEN size_t dir_wanted(const struct idr *idr, uint64_t index);
+IDR_HIDDEN struct leafdir *dir_obtain(size_t cap, bool may_alloc);
+IDR_HIDDEN void dir_install(struct idr *idr, struct leafdir *dir);
+IDR_HIDDEN void dir_discard(struct leafdir *dir);
+IDR_HIDDEN void dir_drop(struct idr *idr);
+IDR_HIDDEN void dir_settle(struct idr *idr);
+IDR_HIDDEN size_t dir_bytes(size_t cap);
+IDR_HIDDEN size_t dir_memory(const struct idr *idr);
+
+/* sparse.c: a leaf-level word that is_sparse(); @ref is where it lives */
 IDR_HIDDEN bool sparse_allowed(const struct idr *idr);
 IDR_HIDDEN bool prefer_single(const void *ptr);
 IDR_HIDDEN uint64_t sparse_taken(const void *word);
@@ -245,15 +286,15 @@ IDR_HIDDEN bool sparse_next(const void *word, unsigned from, unsigned *off,
 			    void **entry);
 IDR_HIDDEN bool sparse_get(const void *word, unsigned off, void **value);
 IDR_HIDDEN bool sparse_needs_full(const void *word);
-IDR_HIDDEN struct idr_node *sparse_to_full(struct idr *idr, void **slot,
+IDR_HIDDEN struct idr_node *sparse_to_full(struct idr *idr, struct leaf_ref ref,
 					   struct node_pool *pool);
-IDR_HIDDEN void sparse_new(struct idr *idr, void **slot, unsigned off,
+IDR_HIDDEN void sparse_new(struct idr *idr, struct leaf_ref ref, unsigned off,
 			   void *ptr, struct node_pool *pool);
-IDR_HIDDEN void sparse_insert(struct idr *idr, void **slot, unsigned off,
+IDR_HIDDEN void sparse_insert(struct idr *idr, struct leaf_ref ref, unsigned off,
 			      void *ptr, struct node_pool *pool);
-IDR_HIDDEN int sparse_set(struct idr *idr, void **slot, unsigned off, void *ptr);
-IDR_HIDDEN bool sparse_remove(struct idr *idr, void **slot, unsigned off);
-IDR_HIDDEN void sparse_demote(struct idr *idr, void **slot);
+IDR_HIDDEN int sparse_set(struct idr *idr, struct leaf_ref ref, unsigned off, void *ptr);
+IDR_HIDDEN bool sparse_remove(struct idr *idr, struct leaf_ref ref, unsigned off);
+IDR_HIDDEN void sparse_demote(struct idr *idr, struct leaf_ref ref);
 IDR_HIDDEN void sparse_free(void *word);
 IDR_HIDDEN struct idr_node *node_new(struct idr *idr, struct node_pool *pool);
 

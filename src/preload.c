@@ -102,6 +102,10 @@ struct stash {
 	struct shelf shelf[NODE_KINDS];
 	unsigned depth; /* open idr_preload() sections */
 	bool registered; /* thread-exit destructor armed */
+	/* A lookup directory for a NOWAIT allocation to grow into (dir.c):
+	 * dir_want is the capacity the last one to go without needed. */
+	struct leafdir *dir_spare;
+	size_t dir_want;
 };
 
 /* initial-exec: the stash is touched twice per preloaded allocation, and
@@ -137,6 +141,10 @@ static void stash_free(struct stash *s)
 		while (sh->count)
 			mem_free(sh->node[--sh->count], kind_bytes(k));
 	}
+	if (s->dir_spare)
+		dir_discard(s->dir_spare);
+	s->dir_spare = NULL;
+	s->dir_want = 0;
 }
 
 static void thread_exit(void *arg)
@@ -167,9 +175,51 @@ static void arm_thread_exit(void)
 	stash.registered = pthread_setspecific(exit_key, &stash) == 0;
 }
 
+bool in_preload(void)
+{
+	return stash.depth != 0;
+}
+
+struct leafdir *stash_take_dir(size_t cap)
+{
+	struct leafdir *d = stash.dir_spare;
+
+	if (!d || d->cap < cap)
+		return NULL;
+	stash.dir_spare = NULL;
+	return d;
+}
+
+void stash_want_dir(size_t cap)
+{
+	if (cap > stash.dir_want)
+		stash.dir_want = cap;
+}
+
+/* Set aside the directory a NOWAIT allocation asked for; on a refusal the
+ * wish stays, for the next preload. */
+static void stock_dir(void)
+{
+	size_t want = stash.dir_want;
+	struct leafdir *d = stash.dir_spare;
+
+	if (!d || d->cap < want) {
+		d = mem_alloc(dir_bytes(want));
+		if (!d)
+			return;
+		d->cap = want;
+		if (stash.dir_spare)
+			dir_discard(stash.dir_spare);
+		stash.dir_spare = d;
+	}
+	stash.dir_want = 0;
+}
+
 /* Top up every shelf idr_preload() stocks; stops at the first refusal. */
 static void stock_up(unsigned kinds)
 {
+	if (stash.dir_want)
+		stock_dir();
 	for (unsigned k = 0; k < NODE_KINDS; k++) {
 		struct shelf *sh = &stash.shelf[k];
 
@@ -190,9 +240,9 @@ void idr_preload(idr_gfp_t gfp)
 	stash.depth++;
 	if (__builtin_expect(!stash.registered, 0))
 		arm_thread_exit();
-	/* The common case, a full stash, is two compares. */
+	/* The common case, a full stash, is three compares. */
 	if (__builtin_expect(stash.shelf[KIND_PLAIN].count == IDR_PRELOAD_NODES &&
-			     stash.shelf[KIND_COMPACT].count &&
+			     stash.shelf[KIND_COMPACT].count && !stash.dir_want &&
 			     !(kinds & 1u << KIND_GEN), 1))
 		return;
 	stock_up(kinds);

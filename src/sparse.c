@@ -219,23 +219,23 @@ static struct cleaf *cleaf_init(struct idr *idr, struct cleaf *c, unsigned off,
 
 /* A new leaf whose only entry is (@off, @ptr).  A compact one comes from
  * @pool when @ptr cannot be a singleton (tree_needs() said so). */
-void sparse_new(struct idr *idr, void **slot, unsigned off, void *ptr,
+void sparse_new(struct idr *idr, struct leaf_ref ref, unsigned off, void *ptr,
 		struct node_pool *pool)
 {
 	if (prefer_single(ptr)) {
-		slot_store(slot, single_word(off, ptr));
+		leaf_store(idr, ref, single_word(off, ptr));
 		return;
 	}
-	slot_store(slot, cleaf_word(cleaf_init(idr, pool_take_cleaf(pool), off, ptr)));
+	leaf_store(idr, ref, cleaf_word(cleaf_init(idr, pool_take_cleaf(pool), off, ptr)));
 }
 
 /* A full leaf (from @pool) holding the sparse leaf's entries, published
  * in its place.  Returns the new leaf. */
-struct idr_node *sparse_to_full(struct idr *idr, void **slot,
+struct idr_node *sparse_to_full(struct idr *idr, struct leaf_ref ref,
 				struct node_pool *pool)
 {
 	struct idr_node *leaf = node_new(idr, pool);
-	void *word = *slot;
+	void *word = *ref.slot;
 
 	if (is_single(word)) {
 		leaf->slots[single_off(word)] = single_ptr(word);
@@ -251,31 +251,31 @@ struct idr_node *sparse_to_full(struct idr *idr, void **slot,
 		}
 	}
 	leaf->free = ~leaf->children;
-	slot_store(slot, leaf);
+	leaf_store(idr, ref, leaf);
 	if (!is_single(word))
 		cleaf_retire(idr, cleaf_of(word));
 	return leaf;
 }
 
-/* Add (@off, @ptr) to the sparse leaf in @slot, changing its form as
+/* Add (@off, @ptr) to the sparse leaf in @ref, changing its form as
  * needed with what tree_needs() put in @pool. */
-void sparse_insert(struct idr *idr, void **slot, unsigned off, void *ptr,
+void sparse_insert(struct idr *idr, struct leaf_ref ref, unsigned off, void *ptr,
 		   struct node_pool *pool)
 {
-	void *word = *slot;
+	void *word = *ref.slot;
 
 	if (is_single(word)) {
 		struct cleaf *c = cleaf_init(idr, pool_take_cleaf(pool),
 					     single_off(word), single_ptr(word));
 		c->ptr[1] = ptr;
 		c->lanes = lane_with(c->lanes, 1, off);
-		slot_store(slot, cleaf_word(c));
+		leaf_store(idr, ref, cleaf_word(c));
 		return;
 	}
 	struct cleaf *c = cleaf_of(word);
 	int lane = lane_of(c->lanes, LANE_FREE);
 	if (lane < 0) {
-		struct idr_node *leaf = sparse_to_full(idr, slot, pool);
+		struct idr_node *leaf = sparse_to_full(idr, ref, pool);
 		leaf->children |= (uint64_t)1 << off;
 		leaf->free &= ~((uint64_t)1 << off);
 		slot_store(&leaf->slots[off], ptr);
@@ -288,9 +288,9 @@ void sparse_insert(struct idr *idr, void **slot, unsigned off, void *ptr,
 /* Replace the value of allocated @off.  Only a singleton given a pointer
  * it cannot hold (odd, or with its top byte set: never a malloc'ed one)
  * needs memory: -ENOMEM if the allocator has none, and nothing changes. */
-int sparse_set(struct idr *idr, void **slot, unsigned off, void *ptr)
+int sparse_set(struct idr *idr, struct leaf_ref ref, unsigned off, void *ptr)
 {
-	void *word = *slot;
+	void *word = *ref.slot;
 
 	if (!is_single(word)) {
 		struct cleaf *c = cleaf_of(word);
@@ -298,24 +298,24 @@ int sparse_set(struct idr *idr, void **slot, unsigned off, void *ptr)
 		return 0;
 	}
 	if (can_single(ptr)) {
-		slot_store(slot, single_word(off, ptr));
+		leaf_store(idr, ref, single_word(off, ptr));
 		return 0;
 	}
 	struct cleaf *c = mem_alloc(sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	slot_store(slot, cleaf_word(cleaf_init(idr, c, off, ptr)));
+	leaf_store(idr, ref, cleaf_word(cleaf_init(idr, c, off, ptr)));
 	return 0;
 }
 
 /* Remove allocated @off.  Returns true if the leaf is gone (the slot is
  * NULL now), for the caller to update the parent. */
-bool sparse_remove(struct idr *idr, void **slot, unsigned off)
+bool sparse_remove(struct idr *idr, struct leaf_ref ref, unsigned off)
 {
-	void *word = *slot;
+	void *word = *ref.slot;
 
 	if (is_single(word)) {
-		slot_store(slot, NULL);
+		leaf_store(idr, ref, NULL);
 		return true;
 	}
 	struct cleaf *c = cleaf_of(word);
@@ -330,24 +330,24 @@ bool sparse_remove(struct idr *idr, void **slot, unsigned off)
 		void *p = c->ptr[lane_of(c->lanes, o)];
 		if (!can_single(p))
 			return false;
-		slot_store(slot, single_word(o, p));
+		leaf_store(idr, ref, single_word(o, p));
 	} else {
-		slot_store(slot, NULL);
+		leaf_store(idr, ref, NULL);
 	}
 	cleaf_retire(idr, c);
 	return !left;
 }
 
-/* The full leaf in @slot has CLEAF_CAP entries or fewer: give it a sparse
+/* The full leaf in @ref has CLEAF_CAP entries or fewer: give it a sparse
  * form if memory allows. */
-void sparse_demote(struct idr *idr, void **slot)
+void sparse_demote(struct idr *idr, struct leaf_ref ref)
 {
-	struct idr_node *leaf = *slot;
+	struct idr_node *leaf = *ref.slot;
 	uint64_t taken = leaf->children;
 	unsigned first = (unsigned)__builtin_ctzll(taken);
 
 	if (!(taken & (taken - 1)) && can_single(leaf->slots[first])) {
-		slot_store(slot, single_word(first, leaf->slots[first]));
+		leaf_store(idr, ref, single_word(first, leaf->slots[first]));
 		node_retire(idr, leaf);
 		return;
 	}
@@ -361,7 +361,7 @@ void sparse_demote(struct idr *idr, void **slot)
 		c->ptr[lane] = leaf->slots[o];
 		c->lanes = lane_with(c->lanes, lane, o);
 	}
-	slot_store(slot, cleaf_word(c));
+	leaf_store(idr, ref, cleaf_word(c));
 	node_retire(idr, leaf);
 }
 

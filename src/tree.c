@@ -320,20 +320,20 @@ void **tree_insert(struct idr *idr, uint64_t index, struct node_pool *pool,
 		p.off[level] = off;
 		if (level == 1)
 			break;
-		void **slot = &node->slots[off];
-		struct idr_node *child = *slot;
+		struct leaf_ref ref = { &node->slots[off], index >> NODE_BITS };
+		struct idr_node *child = *ref.slot;
 		if (level == 2 && child && is_sparse(child) && !sparse_ok) {
-			child = sparse_to_full(idr, slot, pool);
+			child = sparse_to_full(idr, ref, pool);
 			converted = true;
 		}
 		if (level == 2 && (child ? is_sparse(child) :
 				   starts_sparse(index, p.height, sparse_ok))) {
 			if (child) {
-				sparse_insert(idr, slot, (unsigned)(index & NODE_MASK),
+				sparse_insert(idr, ref, (unsigned)(index & NODE_MASK),
 					      ptr, pool);
 				regain_height(idr);
 			} else {
-				sparse_new(idr, slot, (unsigned)(index & NODE_MASK),
+				sparse_new(idr, ref, (unsigned)(index & NODE_MASK),
 					   ptr, pool);
 				node->children |= bit(off);
 			}
@@ -341,7 +341,10 @@ void **tree_insert(struct idr *idr, uint64_t index, struct node_pool *pool,
 		}
 		if (!child) {
 			child = node_new(idr, pool);
-			slot_store(slot, child);
+			if (level == 2)
+				leaf_store(idr, ref, child);
+			else
+				slot_store(ref.slot, child);
 			node->children |= bit(off);
 		}
 		node = child;
@@ -355,6 +358,16 @@ void **tree_insert(struct idr *idr, uint64_t index, struct node_pool *pool,
 	return &node->slots[p.off[1]];
 }
 
+/* The leaf-level slot on @p, which reaches level 2. */
+static struct leaf_ref path_leaf_ref(const struct path *p)
+{
+	uint64_t leaf = 0;
+
+	for (unsigned level = p->height; level >= 2; level--)
+		leaf = leaf << NODE_BITS | p->off[level];
+	return (struct leaf_ref){ &p->node[2]->slots[p->off[2]], leaf };
+}
+
 /* The leaf-level word that covers @index, and the path above it: NULL if
  * there is none.  Writer side. */
 static void *leaf_word(const struct idr *idr, uint64_t index, struct path *p)
@@ -364,6 +377,13 @@ static void *leaf_word(const struct idr *idr, uint64_t index, struct path *p)
 	if (p->height == 1)
 		return p->node[1];
 	return p->node[2]->slots[p->off[2]];
+}
+
+void *tree_leaf_word(const struct idr *idr, uint64_t leaf)
+{
+	struct path p;
+
+	return leaf_word(idr, leaf << NODE_BITS, &p);
 }
 
 /* Is @off allocated in the leaf-level @word?  Its value goes to *@value
@@ -389,7 +409,7 @@ int tree_replace(struct idr *idr, uint64_t index, void *ptr, void **old)
 	if (!word || !word_get(word, off, old))
 		return -ENOENT;
 	if (is_sparse(word))
-		return sparse_set(idr, &p.node[2]->slots[p.off[2]], off, ptr);
+		return sparse_set(idr, path_leaf_ref(&p), off, ptr);
 	slot_store(&((struct idr_node *)word)->slots[off], ptr);
 	return 0;
 }
@@ -439,6 +459,8 @@ static void shrink(struct idr *idr)
 		node_retire(idr, top);
 		top = child;
 	}
+	if (h < 2)
+		dir_drop(idr); /* the directory needs a level above the leaves */
 }
 
 /* Levels @from and up: free each node left with nothing below it, then the
@@ -448,11 +470,15 @@ static void unlink_empty(struct idr *idr, struct path *p, unsigned from)
 	for (unsigned level = from; p->node[level]->children == 0; level++) {
 		if (level == p->height) {
 			publish_root(idr, NULL, 0);
+			dir_drop(idr);
 			node_retire(idr, p->node[level]);
 			return;
 		}
 		struct idr_node *parent = p->node[level + 1];
-		slot_store(&parent->slots[p->off[level + 1]], NULL);
+		if (level == 1)
+			leaf_store(idr, path_leaf_ref(p), NULL);
+		else
+			slot_store(&parent->slots[p->off[level + 1]], NULL);
 		parent->children &= ~bit(p->off[level + 1]);
 		parent->free |= bit(p->off[level + 1]);
 		node_retire(idr, p->node[level]);
@@ -470,10 +496,11 @@ static void release_at(struct idr *idr, struct path *p, void *word,
 
 	if (is_sparse(word)) {
 		struct idr_node *parent = p->node[2];
-		if (sparse_remove(idr, &parent->slots[p->off[2]], off)) {
+		if (sparse_remove(idr, path_leaf_ref(p), off)) {
 			parent->children &= ~bit(p->off[2]);
 			unlink_empty(idr, p, 2);
 		}
+		dir_settle(idr);
 		return;
 	}
 	struct idr_node *leaf = word;
@@ -485,10 +512,13 @@ static void release_at(struct idr *idr, struct path *p, void *word,
 	uint64_t left = leaf->children;
 	if (!left) {
 		unlink_empty(idr, p, 1);
+		dir_settle(idr);
 		return;
 	}
-	if (sparse_ok && p->height > 1 && __builtin_popcountll(left) <= CLEAF_CAP)
-		sparse_demote(idr, &p->node[2]->slots[p->off[2]]);
+	if (sparse_ok && p->height > 1 && __builtin_popcountll(left) <= CLEAF_CAP) {
+		sparse_demote(idr, path_leaf_ref(p));
+		dir_settle(idr);
+	}
 }
 
 void tree_release(struct idr *idr, uint64_t index, bool sparse_ok)
@@ -520,6 +550,7 @@ void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry))
 	if (!root)
 		return;
 	publish_root(idr, NULL, 0);
+	dir_drop(idr);
 	if (leaf_fn)
 		subtree_free(root_node(root), root_height(root), idr_kind(idr),
 			     leaf_fn);

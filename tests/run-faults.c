@@ -110,6 +110,14 @@ static void spread(struct idr *idr)
 	idr_set_cursor(idr, 1 << 24);
 }
 
+/* 2048 full leaves: the lookup directory covers exactly them, so the next
+ * leaf needs it doubled (src/dir.c). */
+static void fill_dir(struct idr *idr)
+{
+	for (int i = 0; i < 2048 * 64; i++)
+		idr_alloc(idr, P, 0, 0, IDR_GFP_KERNEL);
+}
+
 static int alloc_low(struct idr *idr)
 {
 	return idr_alloc(idr, P, 0, 0, IDR_GFP_KERNEL);
@@ -154,6 +162,8 @@ TEST(every_allocation_failure_leaves_idr_unchanged)
 		/* base 1: index 2^20 - 1, the last of its leaf: a singleton */
 		{ 1, NULL, alloc_far, 1 << 20, 3 },
 		{ 1, one_id, alloc_u32_top, 1, 9 },
+		/* a leaf, its parent, and a lookup directory twice as large */
+		{ 0, fill_dir, alloc_low, 2048 * 64, 3 },
 	};
 	int points = 0;
 
@@ -164,7 +174,7 @@ TEST(every_allocation_failure_leaves_idr_unchanged)
 		CHECK_EQ(n, s[i].calls);
 		points += n;
 	}
-	CHECK(points >= 40);
+	CHECK(points >= 43);
 }
 
 TEST(removal_never_allocates)

@@ -305,3 +305,64 @@ TEST(sparse_lanes_never_show_another_ids_object)
 	CHECK_EQ(idr_check(&sparse_idr), 0);
 	idr_destroy(&sparse_idr);
 }
+
+/* ---- the lookup directory grown, replaced and dropped under readers ---- */
+
+#define DIR_SPACE (64 * 1024)
+
+static struct idr dir_idr;
+static int dir_stop;
+static struct obj dir_objs[DIR_SPACE];
+
+static void *dir_reader(void *arg)
+{
+	long *bad = arg;
+	uint64_t rng = (uint64_t)(uintptr_t)arg | 1;
+
+	while (!__atomic_load_n(&dir_stop, __ATOMIC_ACQUIRE)) {
+		idr_rcu_read_lock();
+		for (int i = 0; i < 16; i++) {
+			unsigned long id = tu_rand(&rng) % DIR_SPACE;
+			const struct obj *o = idr_find(&dir_idr, id);
+			if (o && o != &dir_objs[id])
+				++*bad;
+		}
+		idr_rcu_read_unlock();
+	}
+	return NULL;
+}
+
+TEST(directory_changes_never_show_another_ids_object)
+{
+	pthread_t r[2];
+	long bad[2] = { 0, 0 };
+	uint64_t rng = 5;
+	bool had_dir = false, lost_dir = false;
+
+	for (unsigned long i = 0; i < DIR_SPACE; i++)
+		dir_objs[i].id = i;
+	idr_init(&dir_idr);
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_create(&r[i], NULL, dir_reader, &bad[i]) == 0);
+	for (int round = 0; round < tu_scale(12); round++) {
+		/* Dense: the directory is built and doubles as leaves come. */
+		for (long i = 0; i < DIR_SPACE; i++)
+			if (!idr_find(&dir_idr, (unsigned long)i))
+				CHECK_EQ(idr_alloc(&dir_idr, &dir_objs[i], (int)i, (int)i + 1,
+						   IDR_GFP_KERNEL), i);
+		had_dir |= dir_idr.idr_dir != NULL;
+		/* Then nearly empty, through the sparse forms: it goes. */
+		for (long i = 0; i < DIR_SPACE; i++)
+			if (tu_rand(&rng) % 100)
+				idr_remove(&dir_idr, (unsigned long)i);
+		lost_dir |= dir_idr.idr_dir == NULL;
+		CHECK_EQ(idr_check(&dir_idr), 0);
+	}
+	__atomic_store_n(&dir_stop, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 2; i++)
+		pthread_join(r[i], NULL);
+	CHECK(had_dir && lost_dir);
+	CHECK_EQ(bad[0] + bad[1], 0);
+	idr_destroy(&dir_idr);
+	idr_rcu_barrier();
+}
