@@ -4,6 +4,7 @@
  * here breaks one invariant by hand (through the private header), expects
  * -EUCLEAN and a diagnostic, then repairs it and expects 0 again.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../src/internal.h"
@@ -137,4 +138,29 @@ TEST(ida_corruption_is_caught)
 	ida.ida_bitmaps--;
 	CHECK_EQ(ida_check(&ida), 0);
 	ida_destroy(&ida);
+}
+
+TEST(lookup_directory_corruption_is_caught)
+{
+	struct idr idr;
+
+	fill(&idr, 20000);
+	struct leafdir *d = idr.idr_dir;
+	CHECK(d != NULL);
+	/* An entry that no longer matches its leaf, as a missed update
+	 * would leave it. */
+	uintptr_t *entry = (uintptr_t *)&d->leaf[100];
+	EXPECT_CAUGHT(&idr, entry, (uintptr_t)64, "lookup directory disagrees");
+	/* A directory left behind on a tree without interior levels. */
+	idr_destroy(&idr);
+	fill(&idr, 10);
+	struct leafdir *stray = malloc(dir_bytes(1));
+	stray->cap = 1;
+	stray->leaf[0] = top(&idr);
+	idr.idr_dir = stray;
+	CHECK_EQ(idr_check(&idr), -EUCLEAN);
+	CHECK(strstr(tu_diag_last(), "without interior levels") != NULL);
+	idr.idr_dir = NULL;
+	free(stray);
+	idr_destroy(&idr);
 }
