@@ -75,8 +75,10 @@ $(O)/tests/%: tests/%.c $(TEST_UTIL) tests/testutil.h $(O)/libidr.a | $(O)/tests
 
 # The fuzz target, replayed over fuzz/corpus and fuzz/regressions.
 FUZZ_SRCS := fuzz/fuzz_api.c tests/model.h
-$(O)/tests/fuzz-replay: fuzz/replay.c $(FUZZ_SRCS) $(O)/libidr.a | $(O)/tests
-	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ fuzz/replay.c fuzz/fuzz_api.c $(O)/libidr.a $(LDLIBS)
+# Both build the library with IDR_DIR_SMALL, so that small inputs meet the
+# lookup directory (src/dir.c).
+$(O)/tests/fuzz-replay: fuzz/replay.c $(FUZZ_SRCS) $(SRCS) src/internal.h include/idr.h | $(O)/tests
+	$(CC) $(ALL_CFLAGS) -DIDR_DIR_SMALL -Wno-missing-prototypes -o $@ fuzz/replay.c fuzz/fuzz_api.c $(SRCS) $(LDLIBS)
 
 # libFuzzer (clang) with ASan+UBSan, for FUZZ_SECONDS.  New inputs go to
 # $(FUZZ_O)/corpus; a crashing input lands in fuzz/regressions/, which
@@ -86,7 +88,7 @@ $(O)/tests/fuzz-replay: fuzz/replay.c $(FUZZ_SRCS) $(O)/libidr.a | $(O)/tests
 FUZZ_SECONDS ?= 60
 FUZZ_O   ?= build/fuzz
 FUZZ_CC  ?= clang
-FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(WARN) -Wno-missing-prototypes -Iinclude $(URCU_CFLAGS) \
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -DIDR_DIR_SMALL -g -O1 $(WARN) -Wno-missing-prototypes -Iinclude $(URCU_CFLAGS) \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 $(FUZZ_O)/fuzz_api: $(SRCS) src/internal.h include/idr.h $(FUZZ_SRCS)
 	mkdir -p $(FUZZ_O)/corpus

@@ -25,9 +25,17 @@
  */
 #include "internal.h"
 
+#ifdef IDR_DIR_SMALL
+/* Fuzz builds: a directory on nearly every tree of height 2 or more, so
+ * that small inputs grow, replace and drop it. */
+#define DIR_MIN_CAP 2
+#define DIR_BUILD_RATIO 1
+#define DIR_DROP_RATIO 1
+#else
 #define DIR_MIN_CAP 64
 #define DIR_BUILD_RATIO 32
 #define DIR_DROP_RATIO 8
+#endif
 
 size_t dir_bytes(size_t cap)
 {
