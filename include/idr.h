@@ -85,11 +85,14 @@ struct idr {
 	int idr_writers;          /* private: IDR_DEBUG builds count writers */
 	unsigned int idr_clock;   /* private: allocation clock (IDR_F_HANDLES) */
 	void *idr_dir;            /* private: lookup directory of leaves */
+	void *idr_hint;           /* private: leaf the last allocation used */
+	unsigned int idr_hint_base; /* private: its first index */
+	unsigned int idr_hint_full; /* private: every index below it is taken */
 	int idr_lock_word;        /* private: futex word, see idr_lock() */
 };
 
 #define IDR_INIT_FLAGS(name, base, flags)                                   \
-	{ NULL, (base), 0, (flags), 0, 0, 0, NULL, 0, 0, 0, NULL, 0 }
+	{ NULL, (base), 0, (flags), 0, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0, 0 }
 #define IDR_INIT_BASE(name, base) IDR_INIT_FLAGS(name, base, 0)
 #define IDR_INIT(name) IDR_INIT_BASE(name, 0)
 /* A statically initialized, empty idr handing out IDs from 0. */

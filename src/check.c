@@ -183,6 +183,22 @@ static int check_dir(const struct census *c, const struct idr *idr)
 	return 0;
 }
 
+/* The allocation hint (tree.c) must name a full leaf of the tree at its
+ * base, and "every index below it is taken" must be true. */
+static int check_hint(const struct census *c, const struct idr *idr)
+{
+	const void *leaf = idr->idr_hint;
+	uint64_t base = idr->idr_hint_base;
+
+	if (!leaf)
+		return 0;
+	if (base & NODE_MASK || tree_leaf_word(idr, base >> NODE_BITS) != leaf)
+		return violation(c, base, 1, "allocation hint names no leaf of the tree");
+	if (idr->idr_hint_full && tree_find_free(idr, 0) < base)
+		return violation(c, base, 1, "allocation hint has a free index below it");
+	return 0;
+}
+
 int idr_check(const struct idr *idr)
 {
 	struct census c = { "idr_check", false, idr_kind(idr) == KIND_GEN,
@@ -195,6 +211,8 @@ int idr_check(const struct idr *idr)
 		err = violation(&c, 0, 0, "compact leaf count is wrong");
 	if (!err)
 		err = check_dir(&c, idr);
+	if (!err)
+		err = check_hint(&c, idr);
 	return err ? err : check_reserve(&c, idr);
 }
 

@@ -88,6 +88,15 @@ static int alloc_slow(struct idr *idr, void *ptr, uint64_t index,
 	return 0;
 }
 
+/* Is the leaf that now holds @index a full one (not a sparse word)?  Then
+ * the next allocation can start there: its slot, else NULL. */
+static void **full_leaf_slot(const struct idr *idr, uint64_t index)
+{
+	struct idr_node *leaf = tree_leaf_word(idr, index >> NODE_BITS);
+
+	return leaf && !is_sparse(leaf) ? &leaf->slots[index & NODE_MASK] : NULL;
+}
+
 /*
  * The one allocation path: the lowest free ID in [@min, @max] (IDs, both
  * inclusive).  Nodes come from @fixed when given (the deprecated API's
@@ -105,16 +114,29 @@ static int alloc_in_tree(struct idr *idr, void *ptr, uint64_t min,
 		min = base;
 	if (min > max)
 		return -ENOSPC;
-	uint64_t index = tree_find_free_path(idr, min - base, &p);
+	uint64_t index, start = min - base;
+	void **slot = hint_claim(idr, start, max - base, &index);
+	if (slot) {
+		/* The commonest case: the last allocation's leaf has room. */
+		publish(idr, slot, index, ptr);
+		*id = index + base;
+		return 0;
+	}
+	index = tree_find_free_path(idr, start, &p);
 	if (index > max - base)
 		return -ENOSPC;
 	if (p.stop == 1) {
 		/* The common case: a full leaf with room is already there. */
-		publish(idr, tree_insert_found(&p, index), index, ptr);
+		slot = tree_insert_found(&p, index);
+		publish(idr, slot, index, ptr);
+		hint_set(idr, slot, index, start);
 	} else {
 		int err = alloc_slow(idr, ptr, index, fixed, gfp);
 		if (err)
 			return err;
+		slot = full_leaf_slot(idr, index);
+		if (slot)
+			hint_set(idr, slot, index, start);
 	}
 	*id = index + base;
 	return 0;

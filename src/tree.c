@@ -274,6 +274,64 @@ void **tree_insert_found(struct path *p, uint64_t index)
 	return &leaf->slots[off];
 }
 
+/*
+ * The allocation hint: the full leaf where the last allocation went
+ * (idr_hint, first index idr_hint_base), and whether every index below it is
+ * taken (idr_hint_full, known when that search started at 0).  While its
+ * leaf has room, the next lowest-free search needs no walk: dense
+ * allocation goes from 4 dependent steps per ID to one (make bench, "dense
+ * alloc").  It is dropped when that leaf fills, and by any removal at or
+ * below the leaf (the only way the leaf can be freed, or a hole open below
+ * it).
+ */
+void hint_set(struct idr *idr, void **slot, uint64_t index, uint64_t start)
+{
+	idr->idr_hint = slot_leaf(slot, index);
+	idr->idr_hint_base = (unsigned)(index & ~(uint64_t)NODE_MASK);
+	idr->idr_hint_full = start == 0;
+}
+
+static void hint_forget_below(struct idr *idr, uint64_t index)
+{
+	if (index < (uint64_t)idr->idr_hint_base + NODE_SLOTS)
+		idr->idr_hint = NULL;
+}
+
+/* The lowest free index in [@start, @max] if the hint leaf holds it: its
+ * slot, claimed (still NULL, for the caller to publish into), and the
+ * index in *@index.  NULL if the hint cannot tell. */
+void **hint_claim(struct idr *idr, uint64_t start, uint64_t max, uint64_t *index)
+{
+	struct idr_node *leaf = idr->idr_hint;
+	uint64_t base = idr->idr_hint_base;
+	unsigned from = 0;
+
+	if (!leaf)
+		return NULL;
+	if (start >= base) {
+		if (start - base >= NODE_SLOTS)
+			return NULL;
+		from = (unsigned)(start - base);
+	} else if (!idr->idr_hint_full) {
+		return NULL; /* a hole below the leaf might come first */
+	}
+	uint64_t room = leaf->free & (~(uint64_t)0 << from);
+	if (!room || base + (uint64_t)__builtin_ctzll(room) > max)
+		return NULL;
+	unsigned off = (unsigned)__builtin_ctzll(room);
+	*index = base + off;
+	leaf->children |= bit(off);
+	leaf->free &= ~bit(off);
+	if (!leaf->free) {
+		/* Full now: the levels above learn it the usual way. */
+		struct path p;
+		if (walk(idr, *index, &p))
+			path_mark_full(&p, 2);
+		idr->idr_hint = NULL;
+	}
+	return &leaf->slots[off];
+}
+
 static void path_mark_free(struct path *p)
 {
 	for (unsigned level = 1; level <= p->height; level++) {
@@ -494,6 +552,7 @@ static void release_at(struct idr *idr, struct path *p, void *word,
 {
 	unsigned off = (unsigned)(index & NODE_MASK);
 
+	hint_forget_below(idr, index);
 	if (is_sparse(word)) {
 		struct idr_node *parent = p->node[2];
 		if (sparse_remove(idr, path_leaf_ref(p), off)) {
@@ -551,6 +610,7 @@ void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry))
 		return;
 	publish_root(idr, NULL, 0);
 	dir_drop(idr);
+	idr->idr_hint = NULL;
 	if (leaf_fn)
 		subtree_free(root_node(root), root_height(root), idr_kind(idr),
 			     leaf_fn);

@@ -164,3 +164,23 @@ TEST(lookup_directory_corruption_is_caught)
 	free(stray);
 	idr_destroy(&idr);
 }
+
+TEST(allocation_hint_corruption_is_caught)
+{
+	struct idr idr;
+
+	fill(&idr, 1000); /* the hint is the leaf of 960..1023 */
+	CHECK(idr.idr_hint != NULL);
+	CHECK_EQ(idr_check(&idr), 0);
+	EXPECT_CAUGHT(&idr, &idr.idr_hint_base, 64u, "names no leaf");
+	/* A hole below a hint that claims there is none. */
+	CHECK(idr_remove(&idr, 5) == &obj);
+	idr.idr_hint = tree_leaf_word(&idr, 960 >> 6);
+	idr.idr_hint_base = 960;
+	idr.idr_hint_full = 1;
+	CHECK_EQ(idr_check(&idr), -EUCLEAN);
+	CHECK(strstr(tu_diag_last(), "free index below") != NULL);
+	idr.idr_hint_full = 0;
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+}
