@@ -177,7 +177,7 @@ static int check_dir(const struct census *c, const struct idr *idr)
 		return violation(c, 0, root_height(root_load(idr)),
 				 "lookup directory on a tree without interior levels");
 	for (size_t k = 0; k < d->cap; k++)
-		if (d->leaf[k] != tree_leaf_word(idr, k))
+		if (d->leaf[k] != dir_entry(d, tree_leaf_word(idr, k)))
 			return violation(c, (uint64_t)k << NODE_BITS, 1,
 					 "lookup directory disagrees with the tree");
 	return 0;

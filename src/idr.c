@@ -235,8 +235,15 @@ void *idr_find(const struct idr *idr, unsigned long id)
 	uint64_t index = (uint64_t)id - idr->idr_base;
 	const struct leafdir *dir = dir_load(idr);
 
-	if (__builtin_expect(dir && (index >> NODE_BITS) < dir->cap, 1))
-		return leaf_find(slot_load(&dir->leaf[index >> NODE_BITS]), index);
+	if (__builtin_expect(dir && (index >> NODE_BITS) < dir->cap, 1)) {
+		uint32_t e = __atomic_load_n(&dir->leaf[index >> NODE_BITS],
+					     __ATOMIC_ACQUIRE);
+		if (__builtin_expect(e - 1 < DIR_TREE - 1, 1))
+			return slot_load(&dir_leaf(dir, e)->slots[index & NODE_MASK]);
+		if (e == DIR_NONE)
+			return NULL;
+		/* DIR_TREE: a sparse leaf, or one out of the window */
+	}
 
 	uintptr_t root = root_load(idr);
 	unsigned h = root_height(root);

@@ -121,22 +121,35 @@ static inline uint64_t span(unsigned height)
 #define INDEX_NONE UINT64_MAX
 
 /*
- * The lookup directory (src/dir.c): for a dense idr, the leaf-level word of
- * every leaf k < cap (what the tree holds for indices [64k, 64k + 64)), so
- * idr_find() takes two dependent loads where the tree takes one per level.
- * It is a copy the writer keeps in step with the tree; present only at
- * height 2 or more, and only while it is small beside the tree.
+ * The lookup directory (src/dir.c): for a dense idr, where each leaf k < cap
+ * (indices [64k, 64k + 64)) is, so idr_find() takes two dependent loads
+ * where the tree takes one per level.  It is a copy the writer keeps in
+ * step with the tree; present only at height 2 or more, and only while it
+ * is small beside the tree.  An entry is 32 bits: DIR_NONE (no leaf),
+ * DIR_TREE (a sparse word, or a leaf too far from base: ask the tree), or
+ * the leaf's distance from base in 16-byte units.
  */
+#define DIR_NONE 0u
+#define DIR_TREE 0xffffffffu
+#define DIR_UNIT_BITS 4
 struct leafdir {
 	size_t cap;              /* leaves covered */
+	uintptr_t base;          /* what entries count from */
 	struct rcu_head rcu;
-	void *leaf[];
+	uint32_t leaf[];
 };
 
 static inline const struct leafdir *dir_load(const struct idr *idr)
 {
 	return __atomic_load_n((struct leafdir *const *)&idr->idr_dir,
 			       __ATOMIC_ACQUIRE);
+}
+
+static inline const struct idr_node *dir_leaf(const struct leafdir *d,
+					      uint32_t entry)
+{
+	return (const struct idr_node *)(d->base +
+					 ((uintptr_t)entry << DIR_UNIT_BITS));
 }
 
 /* A leaf-level slot (in a height-2 node) and the number of its leaf,
@@ -280,6 +293,7 @@ IDR_HIDDEN void dir_drop(struct idr *idr);
 IDR_HIDDEN void dir_settle(struct idr *idr);
 IDR_HIDDEN size_t dir_bytes(size_t cap);
 IDR_HIDDEN size_t dir_memory(const struct idr *idr);
+IDR_HIDDEN uint32_t dir_entry(const struct leafdir *d, const void *word);
 
 /* sparse.c: a leaf-level word that is_sparse(); @ref is where it lives */
 IDR_HIDDEN bool sparse_allowed(const struct idr *idr);

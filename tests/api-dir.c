@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 
+#include "../src/internal.h"
 #include "testutil.h"
 
 #define N 100000
@@ -44,6 +45,10 @@ TEST(dense_idr_gets_a_directory_that_matches_the_tree)
 	}
 	CHECK(has_dir(&idr));
 	CHECK_EQ(idr_check(&idr), 0);
+	/* Every leaf is in the directory's window: no lookup walks. */
+	const struct leafdir *d = dir_load(&idr);
+	for (size_t k = 0; k < (N + 63) / 64; k++)
+		CHECK(d->leaf[k] != DIR_NONE && d->leaf[k] != DIR_TREE);
 	CHECK(lookups_match(&idr, present, N, 1));
 	/* IDs far beyond what the directory covers go down the tree. */
 	CHECK_EQ(idr_alloc(&idr, &objs[7], 1 << 30, 0, IDR_GFP_KERNEL), 1 << 30);
@@ -140,8 +145,8 @@ TEST(memory_usage_counts_the_directory)
 	long nodes = (long)idr.idr_nodes + (long)idr.idr_sparse;
 	CHECK_EQ(tu_settled_live(), nodes + 1);
 	size_t dir = idr_memory_usage(&idr) - idr.idr_nodes * 536;
-	CHECK(dir > (size_t)N / 64 * sizeof(void *));
-	CHECK(dir < (size_t)N / 64 * sizeof(void *) * 3);
+	CHECK(dir > (size_t)N / 64 * sizeof(uint32_t));
+	CHECK(dir < (size_t)N / 64 * sizeof(uint32_t) * 3);
 	idr_destroy(&idr);
 }
 
@@ -172,4 +177,25 @@ TEST(nowait_allocations_get_a_directory_through_preload)
 	idr_destroy(&idr);
 	idr_preload_drain();
 	CHECK_EQ(tu_settled_live(), 0);
+}
+
+/* 32-bit entries: 16-byte units from base; anything else asks the tree. */
+TEST(directory_entries_encode_exactly_the_window)
+{
+	struct leafdir d = { .cap = 0, .base = (uintptr_t)1 << 40 };
+	char *b = (char *)d.base;
+	const uintptr_t unit = (uintptr_t)1 << DIR_UNIT_BITS;
+
+	CHECK_EQ(dir_entry(&d, NULL), DIR_NONE);
+	CHECK_EQ(dir_entry(&d, b + unit), 1);
+	CHECK_EQ(dir_entry(&d, b + 12345 * unit), 12345);
+	CHECK_EQ(dir_entry(&d, b + (uintptr_t)(DIR_TREE - 1) * unit), DIR_TREE - 1);
+	CHECK_EQ(dir_entry(&d, b + (uintptr_t)DIR_TREE * unit), DIR_TREE);
+	CHECK_EQ(dir_entry(&d, b + ((uintptr_t)1 << 40)), DIR_TREE);
+	CHECK_EQ(dir_entry(&d, b), DIR_TREE);        /* would read as none */
+	CHECK_EQ(dir_entry(&d, b - unit), DIR_TREE); /* below the base */
+	CHECK_EQ(dir_entry(&d, b + unit + 8), DIR_TREE); /* not a unit */
+	CHECK_EQ(dir_entry(&d, b + 64 * unit + TAG_SINGLE), DIR_TREE);
+	CHECK_EQ(dir_entry(&d, b + 64 * unit + TAG_COMPACT), DIR_TREE);
+	CHECK(dir_leaf(&d, 12345) == (const void *)(b + 12345 * unit));
 }
