@@ -233,16 +233,15 @@ void *idr_find(const struct idr *idr, unsigned long id)
 {
 	/* An ID below the base wraps to a huge index: one test covers both. */
 	uint64_t index = (uint64_t)id - idr->idr_base;
-	const struct leafdir *dir = dir_load(idr);
+	struct idr_node *leaf;
 
-	if (__builtin_expect(dir && (index >> NODE_BITS) < dir->cap, 1)) {
-		uint32_t e = __atomic_load_n(&dir->leaf[index >> NODE_BITS],
-					     __ATOMIC_ACQUIRE);
-		if (__builtin_expect(e - 1 < DIR_TREE - 1, 1))
-			return slot_load(&dir_leaf(dir, e)->slots[index & NODE_MASK]);
-		if (e == DIR_NONE)
-			return NULL;
-		/* DIR_TREE: a sparse leaf, or one out of the window */
+	switch (dir_lookup(idr, index, &leaf)) {
+	case DIR_LEAF:
+		return slot_load(&leaf->slots[index & NODE_MASK]);
+	case DIR_NO_LEAF:
+		return NULL;
+	case DIR_ASK_TREE:
+		break; /* no directory, or a sparse or far leaf */
 	}
 
 	uintptr_t root = root_load(idr);

@@ -145,11 +145,24 @@ static inline const struct leafdir *dir_load(const struct idr *idr)
 			       __ATOMIC_ACQUIRE);
 }
 
-static inline const struct idr_node *dir_leaf(const struct leafdir *d,
-					      uint32_t entry)
+enum dir_answer { DIR_NO_LEAF, DIR_LEAF, DIR_ASK_TREE };
+
+/* What the directory says about @index's leaf (reader-safe): a full leaf
+ * (in *@leaf), none, or nothing it can tell. */
+static inline enum dir_answer dir_lookup(const struct idr *idr, uint64_t index,
+					 struct idr_node **leaf)
 {
-	return (const struct idr_node *)(d->base +
-					 ((uintptr_t)entry << DIR_UNIT_BITS));
+	const struct leafdir *d = dir_load(idr);
+	uint64_t k = index >> NODE_BITS;
+
+	if (!d || k >= d->cap)
+		return DIR_ASK_TREE;
+	uint32_t e = __atomic_load_n(&d->leaf[k], __ATOMIC_ACQUIRE);
+	if (__builtin_expect(e - 1 < DIR_TREE - 1, 1)) {
+		*leaf = (struct idr_node *)(d->base + ((uintptr_t)e << DIR_UNIT_BITS));
+		return DIR_LEAF;
+	}
+	return e == DIR_NONE ? DIR_NO_LEAF : DIR_ASK_TREE;
 }
 
 /* A leaf-level slot (in a height-2 node) and the number of its leaf,

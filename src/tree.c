@@ -610,12 +610,10 @@ enum take { TAKEN, NOT_ALLOCATED, NEEDS_WALK };
  */
 static enum take take_in_leaf(struct idr *idr, uint64_t index, void **old)
 {
-	const struct leafdir *d = dir_load(idr);
-	uint64_t k = index >> NODE_BITS;
+	struct idr_node *leaf;
 
-	if (!d || k >= d->cap || d->leaf[k] - 1 >= DIR_TREE - 1)
+	if (dir_lookup(idr, index, &leaf) != DIR_LEAF)
 		return NEEDS_WALK;
-	struct idr_node *leaf = (struct idr_node *)dir_leaf(d, d->leaf[k]);
 	unsigned off = (unsigned)(index & NODE_MASK);
 	if (leaf->free & bit(off))
 		return NOT_ALLOCATED;
