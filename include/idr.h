@@ -481,9 +481,14 @@ void idr_set_diagnostic(void (*fn)(const char *func, const char *msg,
 struct ida {
 	struct idr ida_rt;        /* private: tree of 1024-bit bitmaps */
 	size_t ida_bitmaps;       /* private: bitmap leaves allocated */
+	void *ida_hint;           /* private: bitmap the last allocation used */
+	unsigned int ida_hint_chunk; /* private: its chunk */
+	unsigned int ida_hint_low;   /* private: its bits below this are set */
+	unsigned int ida_hint_full;  /* private: every chunk below it is full */
 };
 
-#define IDA_INIT(name) { IDR_INIT_FLAGS((name).ida_rt, 0, IDR_F_NO_RCU), 0 }
+#define IDA_INIT(name)                                                      \
+	{ IDR_INIT_FLAGS((name).ida_rt, 0, IDR_F_NO_RCU), 0, NULL, 0, 0, 0 }
 #define DEFINE_IDA(name) struct ida name = IDA_INIT(name)
 
 /**

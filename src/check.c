@@ -216,12 +216,35 @@ int idr_check(const struct idr *idr)
 	return err ? err : check_reserve(&c, idr);
 }
 
+/* The ida's allocation hint (ida.c) must name its chunk's bitmap, whose
+ * bits below the low mark are set; "every chunk below is full" must hold. */
+static int check_ida_hint(const struct census *c, const struct ida *ida)
+{
+	const uint64_t *bitmap = ida->ida_hint;
+	uint64_t chunk = ida->ida_hint_chunk;
+	struct idr_node *leaf;
+
+	if (!bitmap)
+		return 0;
+	void **slot = tree_lookup_slot(&ida->ida_rt, chunk, &leaf);
+	if (!slot || *slot != bitmap)
+		return violation(c, chunk, 1, "allocation hint names no bitmap of the ida");
+	for (unsigned b = 0; b < ida->ida_hint_low && b < IDA_CHUNK_IDS; b++)
+		if (!(bitmap[b / 64] >> (b % 64) & 1))
+			return violation(c, chunk, 1, "allocation hint's low mark is wrong");
+	if (ida->ida_hint_full && tree_find_free(&ida->ida_rt, 0) < chunk)
+		return violation(c, chunk, 1, "allocation hint has a chunk with room below it");
+	return 0;
+}
+
 int ida_check(struct ida *ida)
 {
 	struct census c = { "ida_check", true, false, INT_MAX / IDA_CHUNK_IDS, 0, 0, 0 };
 
 	idr_lock(&ida->ida_rt);
 	int err = check_tree(&c, &ida->ida_rt);
+	if (!err)
+		err = check_ida_hint(&c, ida);
 	if (!err && c.nodes != ida->ida_rt.idr_nodes)
 		err = violation(&c, 0, 0, "node count is wrong");
 	if (!err && c.bitmaps != ida->ida_bitmaps)

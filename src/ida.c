@@ -14,8 +14,9 @@
 
 void ida_init(struct ida *ida)
 {
-	idr_init_flags(&ida->ida_rt, 0, IDR_F_NO_RCU);
-	ida->ida_bitmaps = 0;
+	static const struct ida empty = IDA_INIT(empty);
+
+	*ida = empty;
 }
 
 static void free_bitmap(void *bitmap)
@@ -28,6 +29,7 @@ void ida_destroy(struct ida *ida)
 	idr_lock(&ida->ida_rt);
 	tree_destroy(&ida->ida_rt, free_bitmap);
 	__atomic_store_n(&ida->ida_bitmaps, 0, __ATOMIC_RELAXED);
+	ida->ida_hint = NULL;
 	idr_unlock(&ida->ida_rt);
 }
 
@@ -94,8 +96,68 @@ static int add_chunk(struct ida *ida, uint64_t chunk, unsigned b)
 	return 0;
 }
 
+/*
+ * The allocation hint, as the idr's (tree.c): the bitmap the last
+ * allocation used, the lowest of its bits that may be clear, and whether
+ * every chunk below it is full (known when that search started at 0).
+ * While the answer must lie in that bitmap, no walk is needed, and the scan
+ * starts at the first word that may have room.
+ */
+static void ida_hint_set(struct ida *ida, uint64_t *bitmap, uint64_t chunk,
+		     unsigned low, uint64_t min)
+{
+	ida->ida_hint = bitmap;
+	ida->ida_hint_chunk = (unsigned)chunk;
+	ida->ida_hint_low = low;
+	ida->ida_hint_full = min == 0;
+}
+
+/* Take bit @b of @chunk's @bitmap; the tree learns when it fills. */
+static void claim(struct ida *ida, uint64_t *bitmap, uint64_t chunk, unsigned b)
+{
+	set_bit_in(bitmap, b);
+	if (!~bitmap[b / 64] && bitmap_full(bitmap)) {
+		tree_mark_full(&ida->ida_rt, chunk);
+		if (ida->ida_hint == bitmap)
+			ida->ida_hint = NULL;
+	}
+}
+
+/* The ID, if the hint holds the lowest free one in [@min, @max]; -1 if it
+ * cannot tell. */
+static long ida_hint_alloc(struct ida *ida, uint64_t min, uint64_t max)
+{
+	uint64_t *bitmap = ida->ida_hint;
+	uint64_t chunk = ida->ida_hint_chunk, base = chunk << IDA_CHUNK_BITS;
+	unsigned from;
+
+	if (!bitmap)
+		return -1;
+	if (min >= base) {
+		if (min - base >= IDA_CHUNK_IDS)
+			return -1;
+		from = (unsigned)(min - base);
+	} else if (ida->ida_hint_full) {
+		from = 0;
+	} else {
+		return -1;
+	}
+	bool lowest = from <= ida->ida_hint_low;
+	unsigned b = first_zero(bitmap, lowest ? ida->ida_hint_low : from);
+	if (b == IDA_CHUNK_IDS || base + b > max)
+		return -1;
+	if (lowest)
+		ida->ida_hint_low = b + 1;
+	claim(ida, bitmap, chunk, b);
+	return (long)(base + b);
+}
+
 static int alloc_locked(struct ida *ida, uint64_t min, uint64_t max)
 {
+	long hinted = ida_hint_alloc(ida, min, max);
+
+	if (hinted >= 0)
+		return (int)hinted;
 	for (;;) {
 		uint64_t chunk = tree_find_free(&ida->ida_rt, min >> IDA_CHUNK_BITS);
 		unsigned from = chunk == min >> IDA_CHUNK_BITS ? min % IDA_CHUNK_IDS : 0;
@@ -113,11 +175,14 @@ static int alloc_locked(struct ida *ida, uint64_t min, uint64_t max)
 			return -ENOSPC;
 		if (!bitmap) {
 			int err = add_chunk(ida, chunk, b);
-			return err ? err : (int)id;
+			if (err)
+				return err;
+			bitmap = chunk_bitmap(ida, chunk);
+		} else {
+			claim(ida, bitmap, chunk, b);
 		}
-		set_bit_in(bitmap, b);
-		if (bitmap_full(bitmap))
-			tree_mark_full(&ida->ida_rt, chunk);
+		/* All of [from, b) is taken; with from == 0, all below b. */
+		ida_hint_set(ida, bitmap, chunk, from == 0 ? b + 1 : 0, min);
 		return (int)id;
 	}
 }
@@ -156,6 +221,18 @@ static bool test_bit_in(const uint64_t *bitmap, unsigned b)
 	return bitmap && (bitmap[b / 64] >> (b % 64)) & 1;
 }
 
+/* A freed bit in the hint's chunk lowers its low mark; one below the chunk
+ * withdraws "everything below is full". */
+static void ida_forget_below(struct ida *ida, uint64_t chunk, unsigned b)
+{
+	if (!ida->ida_hint || chunk > ida->ida_hint_chunk)
+		return;
+	if (chunk < ida->ida_hint_chunk)
+		ida->ida_hint_full = 0;
+	else if (b < ida->ida_hint_low)
+		ida->ida_hint_low = b;
+}
+
 void ida_free(struct ida *ida, unsigned int id)
 {
 	uint64_t chunk = id >> IDA_CHUNK_BITS;
@@ -170,7 +247,10 @@ void ida_free(struct ida *ida, unsigned int id)
 	}
 	bool was_full = bitmap_full(bitmap);
 	bitmap[b / 64] &= ~((uint64_t)1 << (b % 64));
+	ida_forget_below(ida, chunk, b);
 	if (bitmap_empty(bitmap)) {
+		if (ida->ida_hint == bitmap)
+			ida->ida_hint = NULL;
 		tree_release(&ida->ida_rt, chunk, false);
 		mem_free(bitmap, CHUNK_BYTES);
 		count_add(&ida->ida_bitmaps, -1);

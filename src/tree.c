@@ -280,9 +280,9 @@ void **tree_insert_found(struct path *p, uint64_t index)
  * taken (idr_hint_full, known when that search started at 0).  While its
  * leaf has room, the next lowest-free search needs no walk: dense
  * allocation goes from 4 dependent steps per ID to one (make bench, "dense
- * alloc").  It is dropped when that leaf fills, and by any removal at or
- * below the leaf (the only way the leaf can be freed, or a hole open below
- * it).
+ * alloc").  It is dropped when that leaf fills, and by any removal in it
+ * (the only way the leaf can be freed); a removal below it clears
+ * idr_hint_full.
  */
 void hint_set(struct idr *idr, void **slot, uint64_t index, uint64_t start)
 {
@@ -291,10 +291,20 @@ void hint_set(struct idr *idr, void **slot, uint64_t index, uint64_t start)
 	idr->idr_hint_full = start == 0;
 }
 
+/* A removal in the hint leaf may change or free the leaf: drop the hint.
+ * One below it opens a hole there: the hint stays, but no longer vouches
+ * for what lies below (cyclic allocation removes behind its cursor and
+ * allocates ahead of it, in the hint leaf). */
 static void hint_forget_below(struct idr *idr, uint64_t index)
 {
-	if (index < (uint64_t)idr->idr_hint_base + NODE_SLOTS)
+	uint64_t base = idr->idr_hint_base;
+
+	if (index >= base + NODE_SLOTS)
+		return;
+	if (index >= base)
 		idr->idr_hint = NULL;
+	else
+		idr->idr_hint_full = 0;
 }
 
 /* The lowest free index in [@start, @max] if the hint leaf holds it: its

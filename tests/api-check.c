@@ -185,3 +185,37 @@ TEST(allocation_hint_corruption_is_caught)
 	CHECK_EQ(idr_check(&idr), 0);
 	idr_destroy(&idr);
 }
+
+TEST(ida_allocation_hint_corruption_is_caught)
+{
+	struct ida ida;
+
+	ida_init(&ida);
+	for (int i = 0; i < 3000; i++)
+		CHECK_EQ(ida_alloc(&ida, IDR_GFP_KERNEL), i);
+	/* The hint is chunk 2 (IDs 2048..3071), bits below 952 set. */
+	CHECK(ida.ida_hint != NULL);
+	CHECK_EQ(ida.ida_hint_chunk, 2);
+	CHECK_EQ(ida.ida_hint_low, 3000 - 2048);
+	CHECK_EQ(ida_check(&ida), 0);
+	ida.ida_hint_low++;
+	CHECK_EQ(ida_check(&ida), -EUCLEAN);
+	CHECK(strstr(tu_diag_last(), "low mark") != NULL);
+	ida.ida_hint_low--;
+	ida.ida_hint_chunk = 1;
+	CHECK_EQ(ida_check(&ida), -EUCLEAN);
+	CHECK(strstr(tu_diag_last(), "names no bitmap") != NULL);
+	ida.ida_hint_chunk = 2;
+	/* A free ID below the hint: it must stop vouching for what is below. */
+	ida_free(&ida, 7);
+	CHECK_EQ(ida.ida_hint_full, 0);
+	CHECK_EQ(ida_check(&ida), 0);
+	ida.ida_hint_full = 1;
+	CHECK_EQ(ida_check(&ida), -EUCLEAN);
+	CHECK(strstr(tu_diag_last(), "room below") != NULL);
+	ida.ida_hint_full = 0;
+	CHECK_EQ(ida_alloc(&ida, IDR_GFP_KERNEL), 7);
+	CHECK_EQ(ida_alloc(&ida, IDR_GFP_KERNEL), 3000);
+	CHECK_EQ(ida_check(&ida), 0);
+	ida_destroy(&ida);
+}
