@@ -33,6 +33,15 @@ static bool lookups_match(const struct idr *idr, const bool *present, long limit
 	       (base == 0 || idr_find(idr, (unsigned long)base - 1) == NULL);
 }
 
+/* IDs 0..N-1, objs[i] under i. */
+static void fill(struct idr *idr)
+{
+	idr_init(idr);
+	for (long i = 0; i < N; i++)
+		if (idr_alloc(idr, &objs[i], 0, 0, IDR_GFP_KERNEL) != i)
+			tu_fail(__FILE__, __LINE__, "fill");
+}
+
 TEST(dense_idr_gets_a_directory_that_matches_the_tree)
 {
 	static bool present[N + 1];
@@ -67,11 +76,9 @@ TEST(directory_follows_sparse_forms_and_goes_when_sparse)
 	struct idr idr;
 	uint64_t rng = 99;
 
-	idr_init(&idr);
-	for (long i = 0; i < N; i++) {
-		idr_alloc(&idr, &objs[i], 0, 0, IDR_GFP_KERNEL);
+	fill(&idr);
+	for (long i = 0; i < N; i++)
 		present[i] = true;
-	}
 	/* Thin leaves out through every sparse form: full, compact,
 	 * singleton, gone; check the directory at each stage. */
 	for (int round = 0; round < 6; round++) {
@@ -114,9 +121,7 @@ TEST(directory_goes_when_the_tree_empties_or_shrinks)
 {
 	struct idr idr;
 
-	idr_init(&idr);
-	for (long i = 0; i < N; i++)
-		idr_alloc(&idr, &objs[i], 0, 0, IDR_GFP_KERNEL);
+	fill(&idr);
 	CHECK(has_dir(&idr));
 	/* Down to IDs 0..63: one leaf, height 1, no place for a directory. */
 	for (long i = N - 1; i >= 64; i--)
@@ -136,9 +141,7 @@ TEST(memory_usage_counts_the_directory)
 {
 	struct idr idr;
 
-	idr_init(&idr);
-	for (long i = 0; i < N; i++)
-		idr_alloc(&idr, &objs[i], 0, 0, IDR_GFP_KERNEL);
+	fill(&idr);
 	idr_preload_drain();
 	/* Every block the idr holds is a node, a compact leaf or the
 	 * directory, and idr_memory_usage() counts each. */
