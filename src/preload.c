@@ -232,20 +232,28 @@ static void stock_up(unsigned kinds)
 	}
 }
 
+/* Registration and restocking, out of line: idr_preload()'s common case is
+ * a handful of compares on the thread's stash and saves no registers. */
+__attribute__((noinline, cold)) static void preload_slow(unsigned kinds)
+{
+	if (!stash.registered)
+		arm_thread_exit();
+	stock_up(kinds);
+}
+
 void idr_preload(idr_gfp_t gfp)
 {
 	unsigned kinds = __atomic_load_n(&stocked_kinds, __ATOMIC_RELAXED);
 
 	(void)gfp; /* userspace allocators have no non-blocking mode to pick */
 	stash.depth++;
-	if (__builtin_expect(!stash.registered, 0))
-		arm_thread_exit();
-	/* The common case, a full stash, is three compares. */
-	if (__builtin_expect(stash.shelf[KIND_PLAIN].count == IDR_PRELOAD_NODES &&
+	/* The common case: a registered thread with a full stash. */
+	if (__builtin_expect(stash.registered &&
+			     stash.shelf[KIND_PLAIN].count == IDR_PRELOAD_NODES &&
 			     stash.shelf[KIND_COMPACT].count && !stash.dir_want &&
 			     !(kinds & 1u << KIND_GEN), 1))
 		return;
-	stock_up(kinds);
+	preload_slow(kinds);
 }
 
 void idr_preload_end(void)
