@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The lookup directory: an array of leaf-level words beside the tree, so
- * that idr_find() on a dense idr loads the directory entry and then the
+ * The lookup directory: an array beside the tree that locates each leaf,
+ * so that idr_find() on a dense idr loads the directory entry and then the
  * leaf slot instead of walking one node per level (at 1M IDs, 2 dependent
  * loads instead of 4; make bench, "random lookup").
  *
