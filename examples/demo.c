@@ -84,7 +84,7 @@ int main(void)
 	for (int i = 0; i < THREADS; i++)
 		printf("  thread %d owns %ld sessions\n", i, per_owner[i]);
 	printf("session 42 belongs to thread %d\n", s42->owner);
-	printf("memory: %zu bytes of nodes for %d IDs (%.2f bytes/ID)\n",
+	printf("memory: %zu bytes for %d IDs (%.2f bytes/ID)\n",
 	       idr_memory_usage(&sessions), THREADS * PER_THREAD,
 	       (double)idr_memory_usage(&sessions) / (THREADS * PER_THREAD));
 
