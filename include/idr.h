@@ -74,6 +74,7 @@ typedef unsigned int idr_gfp_t;
 
 struct idr {
 	void *idr_root;           /* private: node pointer | tree height */
+	void *idr_dir;            /* private: lookup directory of leaves */
 	unsigned int idr_base;    /* private: lowest ID */
 	unsigned int idr_next;    /* private: cursor for idr_alloc_cyclic() */
 	unsigned int idr_flags;   /* private */
@@ -84,7 +85,6 @@ struct idr {
 	int idr_reserve_lock;     /* private: guards the reserve */
 	int idr_writers;          /* private: IDR_DEBUG builds count writers */
 	unsigned int idr_clock;   /* private: allocation clock (IDR_F_HANDLES) */
-	void *idr_dir;            /* private: lookup directory of leaves */
 	void *idr_hint;           /* private: leaf the last allocation used */
 	unsigned int idr_hint_base; /* private: its first index */
 	unsigned int idr_hint_full; /* private: every index below it is taken */
@@ -92,7 +92,7 @@ struct idr {
 };
 
 #define IDR_INIT_FLAGS(name, base, flags)                                   \
-	{ NULL, (base), 0, (flags), 0, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0, 0 }
+	{ NULL, NULL, (base), 0, (flags), 0, 0, 0, NULL, 0, 0, 0, NULL, 0, 0, 0 }
 #define IDR_INIT_BASE(name, base) IDR_INIT_FLAGS(name, base, 0)
 #define IDR_INIT(name) IDR_INIT_BASE(name, 0)
 /* A statically initialized, empty idr handing out IDs from 0. */
