@@ -81,7 +81,7 @@ TEST(directory_follows_sparse_forms_and_goes_when_sparse)
 		present[i] = true;
 	/* Thin leaves out through every sparse form: full, compact,
 	 * singleton, gone; check the directory at each stage. */
-	for (int round = 0; round < 6; round++) {
+	for (int round = 0; round < 8; round++) {
 		for (long i = 0; i < N; i++)
 			if (present[i] && tu_rand(&rng) % 2) {
 				CHECK(idr_remove(&idr, (unsigned long)i) == &objs[i]);
@@ -90,8 +90,8 @@ TEST(directory_follows_sparse_forms_and_goes_when_sparse)
 		CHECK_EQ(idr_check(&idr), 0);
 		CHECK(lookups_match(&idr, present, N, 0));
 	}
-	/* 1/64 of the IDs are left: the directory would cost more than the
-	 * tree is worth. */
+	/* 1/256 of the IDs are left: the directory would cost more than an
+	 * eighth of the tree. */
 	CHECK(!has_dir(&idr));
 	/* Refilling makes the idr dense again, and the directory returns. */
 	for (long i = 0; i < N; i++)

@@ -9,6 +9,7 @@
 
 /* The compat case below uses the old API on purpose. */
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#include "../src/internal.h"
 #include "testutil.h"
 
 static int obj;
@@ -110,12 +111,16 @@ static void spread(struct idr *idr)
 	idr_set_cursor(idr, 1 << 24);
 }
 
-/* 2048 full leaves: the lookup directory covers exactly them, so the next
- * leaf needs it doubled (src/dir.c). */
+/* 2048 full leaves: the lookup directory, doubled from 64 while small,
+ * covers exactly them (src/dir.c), so the next leaf needs it larger. */
+#define DIR_FULL_LEAVES 2048
 static void fill_dir(struct idr *idr)
 {
-	for (int i = 0; i < 2048 * 64; i++)
+	for (int i = 0; i < DIR_FULL_LEAVES * 64; i++)
 		idr_alloc(idr, P, 0, 0, IDR_GFP_KERNEL);
+	const struct leafdir *d = dir_load(idr);
+	if (!d || d->cap != DIR_FULL_LEAVES)
+		tu_fail(__FILE__, __LINE__, "the directory does not end where the leaves do");
 }
 
 static int alloc_low(struct idr *idr)
@@ -163,7 +168,7 @@ TEST(every_allocation_failure_leaves_idr_unchanged)
 		{ 1, NULL, alloc_far, 1 << 20, 3 },
 		{ 1, one_id, alloc_u32_top, 1, 9 },
 		/* a leaf, its parent, and a lookup directory twice as large */
-		{ 0, fill_dir, alloc_low, 2048 * 64, 3 },
+		{ 0, fill_dir, alloc_low, DIR_FULL_LEAVES * 64, 3 },
 	};
 	int points = 0;
 

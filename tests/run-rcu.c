@@ -345,7 +345,7 @@ TEST(directory_changes_never_show_another_ids_object)
 	for (int i = 0; i < 2; i++)
 		CHECK(pthread_create(&r[i], NULL, dir_reader, &bad[i]) == 0);
 	for (int round = 0; round < tu_scale(12); round++) {
-		/* Dense: the directory is built and doubles as leaves come. */
+		/* Dense: the directory is built and grows as leaves come. */
 		for (long i = 0; i < DIR_SPACE; i++)
 			if (!idr_find(&dir_idr, (unsigned long)i))
 				CHECK_EQ(idr_alloc(&dir_idr, &dir_objs[i], (int)i, (int)i + 1,
