@@ -94,13 +94,6 @@ void leaf_store(struct idr *idr, struct leaf_ref ref, void *word)
 		__atomic_store_n(&d->leaf[ref.leaf], dir_entry(d, word), __ATOMIC_RELEASE);
 }
 
-/* The nodes and compact leaves the directory is weighed against. */
-static size_t tree_memory(const struct idr *idr)
-{
-	return idr->idr_nodes * kind_bytes(idr_kind(idr)) +
-	       idr->idr_sparse * sizeof(struct cleaf);
-}
-
 /* The capacity a directory must have for the leaf of @index to be in it,
  * or 0 if the present one covers it or a big enough one would cost too
  * much beside the tree. */

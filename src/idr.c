@@ -345,9 +345,5 @@ void idr_set_cursor(struct idr *idr, unsigned int val)
 
 size_t idr_memory_usage(const struct idr *idr)
 {
-	return __atomic_load_n(&idr->idr_nodes, __ATOMIC_RELAXED) *
-		       kind_bytes(idr_kind(idr)) +
-	       __atomic_load_n(&idr->idr_sparse, __ATOMIC_RELAXED) *
-		       sizeof(struct cleaf) +
-	       dir_memory(idr);
+	return tree_memory(idr) + dir_memory(idr);
 }

@@ -252,6 +252,17 @@ static inline void count_add(size_t *counter, long delta)
 			 __ATOMIC_RELAXED);
 }
 
+/* Bytes of nodes and compact leaves in @idr's tree: what idr_memory_usage()
+ * reports beside the directory, and what the directory is weighed against.
+ * Relaxed loads, so lockless snapshots may call it too. */
+static inline size_t tree_memory(const struct idr *idr)
+{
+	return __atomic_load_n(&idr->idr_nodes, __ATOMIC_RELAXED) *
+		       kind_bytes(idr_kind(idr)) +
+	       __atomic_load_n(&idr->idr_sparse, __ATOMIC_RELAXED) *
+		       sizeof(struct cleaf);
+}
+
 /*
  * Debug builds (-DIDR_DEBUG) catch two writers inside one idr at once, the
  * misuse that corrupts a tree silently: each writer entry point counts
