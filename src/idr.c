@@ -54,9 +54,10 @@ static bool may_block(idr_gfp_t gfp)
 
 /* @index needs a new node, a new form of sparse leaf, or a taller tree:
  * gather every node it takes (and a larger lookup directory, if it is due)
- * first, so that a failure changes nothing. */
+ * first, so that a failure changes nothing.  *@slot gets @index's slot if
+ * it went into a full leaf, else NULL. */
 static int alloc_slow(struct idr *idr, void *ptr, uint64_t index,
-		      struct node_pool *fixed, idr_gfp_t gfp)
+		      struct node_pool *fixed, idr_gfp_t gfp, void ***slot)
 {
 	struct node_pool own = { .count = 0 }, *pool = fixed ? fixed : &own;
 	enum node_kind kind = idr_kind(idr);
@@ -79,22 +80,15 @@ static int alloc_slow(struct idr *idr, void *ptr, uint64_t index,
 			return -ENOMEM;
 		}
 	}
-	if (kind == KIND_GEN)
-		publish(idr, tree_insert(idr, index, pool, NULL, true, false), index, ptr);
-	else
-		tree_insert(idr, index, pool, ptr, true, sparse_ok);
+	if (kind == KIND_GEN) {
+		*slot = tree_insert(idr, index, pool, NULL, true, false);
+		publish(idr, *slot, index, ptr);
+	} else {
+		*slot = tree_insert(idr, index, pool, ptr, true, sparse_ok);
+	}
 	if (dir)
 		dir_install(idr, dir);
 	return 0;
-}
-
-/* Is the leaf that now holds @index a full one (not a sparse word)?  Then
- * the next allocation can start there: its slot, else NULL. */
-static void **full_leaf_slot(const struct idr *idr, uint64_t index)
-{
-	struct idr_node *leaf = tree_leaf_word(idr, index >> NODE_BITS);
-
-	return leaf && !is_sparse(leaf) ? &leaf->slots[index & NODE_MASK] : NULL;
 }
 
 /*
@@ -131,11 +125,10 @@ static int alloc_in_tree(struct idr *idr, void *ptr, uint64_t min,
 		publish(idr, slot, index, ptr);
 		hint_set(idr, slot, index, start);
 	} else {
-		int err = alloc_slow(idr, ptr, index, fixed, gfp);
+		int err = alloc_slow(idr, ptr, index, fixed, gfp, &slot);
 		if (err)
 			return err;
-		slot = full_leaf_slot(idr, index);
-		if (slot)
+		if (slot) /* a full leaf: the next allocation may start there */
 			hint_set(idr, slot, index, start);
 	}
 	*id = index + base;
