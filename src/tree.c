@@ -261,6 +261,15 @@ static void path_mark_full(struct path *p, unsigned from)
 	}
 }
 
+/* Mark free @off of full @leaf taken.  True if that filled the leaf: the
+ * levels above must then learn it (path_mark_full() from level 2). */
+static bool leaf_take(struct idr_node *leaf, unsigned off)
+{
+	leaf->children |= bit(off);
+	leaf->free &= ~bit(off);
+	return !leaf->free;
+}
+
 /* Claim free @index in the full leaf that tree_find_free_path() found
  * (@p->stop == 1): no walk, no memory.  Returns the slot, still NULL, for
  * the caller to publish into. */
@@ -269,8 +278,8 @@ void **tree_insert_found(struct path *p, uint64_t index)
 	struct idr_node *leaf = p->node[1];
 	unsigned off = (unsigned)(index & NODE_MASK);
 
-	leaf->children |= bit(off);
-	path_mark_full(p, 1);
+	if (leaf_take(leaf, off))
+		path_mark_full(p, 2);
 	return &leaf->slots[off];
 }
 
@@ -330,10 +339,7 @@ void **hint_claim(struct idr *idr, uint64_t start, uint64_t max, uint64_t *index
 		return NULL;
 	unsigned off = (unsigned)__builtin_ctzll(room);
 	*index = base + off;
-	leaf->children |= bit(off);
-	leaf->free &= ~bit(off);
-	if (!leaf->free) {
-		/* Full now: the levels above learn it the usual way. */
+	if (leaf_take(leaf, off)) {
 		struct path p;
 		if (walk(idr, *index, &p))
 			path_mark_full(&p, 2);
