@@ -259,110 +259,135 @@ TEST(removed_nodes_wait_for_readers)
 #define LEAVES 512
 #define OFFS 7 /* offsets 1..7: leaves go singleton, compact, full, back */
 
-static struct obj fixed_objs[LEAVES * 64];
-static struct idr sparse_idr;
-static int sparse_stop;
+/* Two readers racing a writer on one idr: each looks up IDs from @pick,
+ * @per_section to a read-side section, and counts every object it finds
+ * under an ID that is not the object's own. */
+struct race {
+	struct idr *idr;
+	unsigned long (*pick)(uint64_t *rng);
+	int per_section;
+	int stop;
+	pthread_t thread[2];
+	long bad[2];
+};
 
-static void *sparse_reader(void *arg)
+struct racer {
+	struct race *race;
+	int n;
+};
+
+static void *race_reader(void *arg)
 {
-	long *bad = arg;
-	uint64_t rng = (uint64_t)(uintptr_t)arg | 1;
+	const struct racer *me = arg;
+	struct race *r = me->race;
+	uint64_t rng = (uint64_t)me->n * 7919 + 1;
+	long bad = 0;
 
-	while (!__atomic_load_n(&sparse_stop, __ATOMIC_ACQUIRE)) {
-		unsigned long id = (tu_rand(&rng) % LEAVES) * 64 + 1 + tu_rand(&rng) % OFFS;
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
 		idr_rcu_read_lock();
-		const struct obj *o = idr_find(&sparse_idr, id);
-		if (o && o->id != id)
-			++*bad; /* another ID's object: a lane read torn */
+		for (int i = 0; i < r->per_section; i++) {
+			unsigned long id = r->pick(&rng);
+			const struct obj *o = idr_find(r->idr, id);
+			if (o && o->id != id)
+				bad++; /* another ID's object */
+		}
 		idr_rcu_read_unlock();
 	}
+	r->bad[me->n] = bad;
 	return NULL;
+}
+
+static bool race_start(struct race *r, struct racer me[2])
+{
+	for (int i = 0; i < 2; i++) {
+		me[i] = (struct racer){ r, i };
+		if (pthread_create(&r->thread[i], NULL, race_reader, &me[i]))
+			return false;
+	}
+	return true;
+}
+
+/* Stop the readers; how many wrong objects they saw. */
+static long race_stop(struct race *r)
+{
+	__atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 2; i++)
+		pthread_join(r->thread[i], NULL);
+	return r->bad[0] + r->bad[1];
+}
+
+static struct obj fixed_objs[LEAVES * 64];
+
+static unsigned long sparse_id(uint64_t *rng)
+{
+	return (tu_rand(rng) % LEAVES) * 64 + 1 + tu_rand(rng) % OFFS;
 }
 
 TEST(sparse_lanes_never_show_another_ids_object)
 {
-	pthread_t r[2];
-	long bad[2] = { 0, 0 };
+	/* static: a failed check returns while the readers still run */
+	static struct idr idr;
+	static struct race race = { &idr, sparse_id, 1, 0, { 0 }, { 0, 0 } };
+	static struct racer me[2];
 	uint64_t rng = 17;
 
 	for (unsigned long i = 0; i < LEAVES * 64; i++)
 		fixed_objs[i].id = i;
-	idr_init(&sparse_idr);
+	idr_init(&idr);
 	/* ID 0 keeps every leaf below one root without being in the way. */
-	CHECK_EQ(idr_alloc(&sparse_idr, &fixed_objs[0], 0, 0, IDR_GFP_KERNEL), 0);
-	for (int i = 0; i < 2; i++)
-		CHECK(pthread_create(&r[i], NULL, sparse_reader, &bad[i]) == 0);
+	CHECK_EQ(idr_alloc(&idr, &fixed_objs[0], 0, 0, IDR_GFP_KERNEL), 0);
+	CHECK(race_start(&race, me));
 	for (long step = 0; step < tu_scale(2000000); step++) {
-		unsigned long id = (tu_rand(&rng) % LEAVES) * 64 + 1 + tu_rand(&rng) % OFFS;
-		if (!idr_remove(&sparse_idr, id))
-			idr_alloc(&sparse_idr, &fixed_objs[id], (int)id, (int)id + 1,
+		unsigned long id = sparse_id(&rng);
+		if (!idr_remove(&idr, id))
+			idr_alloc(&idr, &fixed_objs[id], (int)id, (int)id + 1,
 				  IDR_GFP_KERNEL);
 	}
-	__atomic_store_n(&sparse_stop, 1, __ATOMIC_RELEASE);
-	for (int i = 0; i < 2; i++)
-		pthread_join(r[i], NULL);
-	CHECK_EQ(bad[0] + bad[1], 0);
-	CHECK_EQ(idr_check(&sparse_idr), 0);
-	idr_destroy(&sparse_idr);
+	/* a lane read torn would show another ID's object */
+	CHECK_EQ(race_stop(&race), 0);
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
 }
 
 /* ---- the lookup directory grown, replaced and dropped under readers ---- */
 
 #define DIR_SPACE (64 * 1024)
 
-static struct idr dir_idr;
-static int dir_stop;
 static struct obj dir_objs[DIR_SPACE];
 
-static void *dir_reader(void *arg)
+static unsigned long dir_id(uint64_t *rng)
 {
-	long *bad = arg;
-	uint64_t rng = (uint64_t)(uintptr_t)arg | 1;
-
-	while (!__atomic_load_n(&dir_stop, __ATOMIC_ACQUIRE)) {
-		idr_rcu_read_lock();
-		for (int i = 0; i < 16; i++) {
-			unsigned long id = tu_rand(&rng) % DIR_SPACE;
-			const struct obj *o = idr_find(&dir_idr, id);
-			if (o && o != &dir_objs[id])
-				++*bad;
-		}
-		idr_rcu_read_unlock();
-	}
-	return NULL;
+	return tu_rand(rng) % DIR_SPACE;
 }
 
 TEST(directory_changes_never_show_another_ids_object)
 {
-	pthread_t r[2];
-	long bad[2] = { 0, 0 };
+	static struct idr idr; /* static, as above */
+	static struct race race = { &idr, dir_id, 16, 0, { 0 }, { 0, 0 } };
+	static struct racer me[2];
 	uint64_t rng = 5;
 	bool had_dir = false, lost_dir = false;
 
 	for (unsigned long i = 0; i < DIR_SPACE; i++)
 		dir_objs[i].id = i;
-	idr_init(&dir_idr);
-	for (int i = 0; i < 2; i++)
-		CHECK(pthread_create(&r[i], NULL, dir_reader, &bad[i]) == 0);
+	idr_init(&idr);
+	CHECK(race_start(&race, me));
 	for (int round = 0; round < tu_scale(12); round++) {
 		/* Dense: the directory is built and grows as leaves come. */
 		for (long i = 0; i < DIR_SPACE; i++)
-			if (!idr_find(&dir_idr, (unsigned long)i))
-				CHECK_EQ(idr_alloc(&dir_idr, &dir_objs[i], (int)i, (int)i + 1,
+			if (!idr_find(&idr, (unsigned long)i))
+				CHECK_EQ(idr_alloc(&idr, &dir_objs[i], (int)i, (int)i + 1,
 						   IDR_GFP_KERNEL), i);
-		had_dir |= dir_idr.idr_dir != NULL;
+		had_dir |= idr.idr_dir != NULL;
 		/* Then nearly empty, through the sparse forms: it goes. */
 		for (long i = 0; i < DIR_SPACE; i++)
 			if (tu_rand(&rng) % 100)
-				idr_remove(&dir_idr, (unsigned long)i);
-		lost_dir |= dir_idr.idr_dir == NULL;
-		CHECK_EQ(idr_check(&dir_idr), 0);
+				idr_remove(&idr, (unsigned long)i);
+		lost_dir |= idr.idr_dir == NULL;
+		CHECK_EQ(idr_check(&idr), 0);
 	}
-	__atomic_store_n(&dir_stop, 1, __ATOMIC_RELEASE);
-	for (int i = 0; i < 2; i++)
-		pthread_join(r[i], NULL);
+	CHECK_EQ(race_stop(&race), 0);
 	CHECK(had_dir && lost_dir);
-	CHECK_EQ(bad[0] + bad[1], 0);
-	idr_destroy(&dir_idr);
+	idr_destroy(&idr);
 	idr_rcu_barrier();
 }
