@@ -75,9 +75,9 @@ static void set_bit_in(uint64_t *bitmap, unsigned b)
 	bitmap[b / 64] |= (uint64_t)1 << (b % 64);
 }
 
-/* A new chunk holding only bit @b: bitmap and tree nodes are obtained before
- * anything changes. */
-static int add_chunk(struct ida *ida, uint64_t chunk, unsigned b)
+/* A new chunk holding only bit @b, its bitmap in *@out: bitmap and tree
+ * nodes are obtained before anything changes. */
+static int add_chunk(struct ida *ida, uint64_t chunk, unsigned b, uint64_t **out)
 {
 	struct node_pool pool = { .count = 0 };
 	struct insert_need need = tree_needs(&ida->ida_rt, chunk, NULL, false);
@@ -93,6 +93,7 @@ static int add_chunk(struct ida *ida, uint64_t chunk, unsigned b)
 	set_bit_in(bitmap, b);
 	tree_insert(&ida->ida_rt, chunk, &pool, bitmap, false, false);
 	count_add(&ida->ida_bitmaps, 1);
+	*out = bitmap;
 	return 0;
 }
 
@@ -174,10 +175,9 @@ static int alloc_locked(struct ida *ida, uint64_t min, uint64_t max)
 		if (id > max)
 			return -ENOSPC;
 		if (!bitmap) {
-			int err = add_chunk(ida, chunk, b);
+			int err = add_chunk(ida, chunk, b, &bitmap);
 			if (err)
 				return err;
-			bitmap = chunk_bitmap(ida, chunk);
 		} else {
 			claim(ida, bitmap, chunk, b);
 		}
