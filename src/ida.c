@@ -245,10 +245,12 @@ void ida_free(struct ida *ida, unsigned int id)
 		report("ida_free", "ID %u is not allocated", id);
 		return;
 	}
-	bool was_full = bitmap_full(bitmap);
+	/* Only a word that is all ones (before) or all zeros (after) can make
+	 * the bitmap full or empty: scan the rest only then, as claim() does. */
+	bool was_full = !~bitmap[b / 64] && bitmap_full(bitmap);
 	bitmap[b / 64] &= ~((uint64_t)1 << (b % 64));
 	ida_forget_below(ida, chunk, b);
-	if (bitmap_empty(bitmap)) {
+	if (!bitmap[b / 64] && bitmap_empty(bitmap)) {
 		if (ida->ida_hint == bitmap)
 			ida->ida_hint = NULL;
 		tree_release(&ida->ida_rt, chunk, false);
