@@ -121,7 +121,7 @@ demo: $(O)/examples/demo $(O)/examples/migrate
 	$(O)/examples/demo
 
 # The benchmark links libjudy (a peer) and interposes malloc to count heap.
-BENCH_SRCS := bench/bench.c bench/heap.c
+BENCH_SRCS := bench/bench.c bench/heap.c bench/flatcall.c
 $(O)/bench/bench: $(BENCH_SRCS) bench/bench.h bench/flat.h bench/workloads.h $(O)/libidr.a | $(O)/bench
 	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $(BENCH_SRCS) $(O)/libidr.a $(LDLIBS) -lJudy
 

@@ -613,6 +613,71 @@ static void read_scaling(long n, int repeats, double out[2][2], double wout[2][2
 	idr_rcu_barrier();
 }
 
+/* ---- what a call costs ---- */
+
+/* flat's sequential and random lookups inlined and called out of line, and
+ * idr_find, on dense tables of the same IDs with the same keys, interleaved:
+ * what any library's lookup pays for being a call before its data structure
+ * costs anything, and what libidr pays on top. */
+enum { C_INLINE, C_CALL, C_LIBIDR, C_HOW };
+
+static double lookup_pass(const struct flat *f, const struct idr *idr, int how,
+			  const uint64_t *key, long n, uint64_t *out_sum)
+{
+	uint64_t sum = 0; /* a local: a store through @out_sum each time could alias @key */
+	long t0 = now_ns();
+
+	if (how == C_INLINE)
+		for (long i = 0; i < n; i++)
+			sum += (uintptr_t)flat_find(f, key[i]);
+	else if (how == C_CALL)
+		for (long i = 0; i < n; i++)
+			sum += (uintptr_t)flat_find_call(f, key[i]);
+	else
+		for (long i = 0; i < n; i++)
+			sum += (uintptr_t)idr_find(idr, (unsigned long)key[i]);
+	double ns = (double)(now_ns() - t0) / (double)n;
+	*out_sum = sum;
+	return ns;
+}
+
+/* Medians into @out[sequential, random][how]. */
+static bool call_cost(struct plan *pl, int repeats, double out[2][C_HOW])
+{
+	double v[2][C_HOW][MAX_REPEATS];
+	struct flat f = { 0 };
+	struct idr idr;
+	long n = pl->n;
+	bool ok = true;
+
+	idr_init(&idr);
+	for (long i = 0; i < n; i++) {
+		ok &= flat_alloc(&f, &pl->obj[i], 0, (size_t)n) == i;
+		ok &= idr_alloc(&idr, &pl->obj[i], 0, 0, IDR_GFP_KERNEL) == i;
+		pl->key_seq[i] = (uint64_t)i;
+		pl->key_rand[i] = (uint64_t)pl->perm[i];
+	}
+	for (int r = 0; r < repeats; r++)
+		for (int k = 0; k < 2; k++)
+			for (int how = 0; how < C_HOW; how++) {
+				const uint64_t *key = k ? pl->key_rand : pl->key_seq;
+				uint64_t sum;
+				/* The two tables do not fit in cache together here:
+				 * an untimed pass first, so that every timed pass
+				 * starts from its own table's data. */
+				lookup_pass(&f, &idr, how, key, n, &sum);
+				v[k][how][r] = lookup_pass(&f, &idr, how, key, n, &sum);
+				ok &= sum == pl->obj_sum;
+			}
+	for (int k = 0; k < 2; k++)
+		for (int how = 0; how < C_HOW; how++)
+			out[k][how] = median(v[k][how], repeats);
+	flat_free(&f);
+	idr_destroy(&idr);
+	libidr_settle(); /* so the ida workloads' heap counts start from here */
+	return ok;
+}
+
 /* ---- output ---- */
 
 static FILE *out_files[2];
@@ -775,6 +840,17 @@ int main(int argc, char **argv)
 	double core[B_COUNT][M_COUNT];
 	ok &= run_core(&pl, repeats, core);
 	print_core(core);
+
+	double call[2][C_HOW];
+	ok &= call_cost(&pl, repeats, call);
+	emit("\n| cost of a call | flat inlined | flat called | called / inlined | libidr | libidr / flat called |\n");
+	emit("|---|---:|---:|---:|---:|---:|\n");
+	for (int k = 0; k < 2; k++) {
+		const double *c = call[k];
+		emit("| %s | %.2f | %.2f | %.2fx | %.2f | %.2fx |\n", metric_names[k ? M_RAND : M_SEQ],
+		     c[C_INLINE], c[C_CALL], c[C_CALL] / c[C_INLINE], c[C_LIBIDR],
+		     c[C_LIBIDR] / c[C_CALL]);
+	}
 
 	double ida[3][I_COUNT];
 	for (int b = 0; b < 3; b++) {

@@ -88,6 +88,9 @@ static inline void *flat_find(const struct flat *f, size_t id)
 	return id < f->cap ? f->slot[id] : NULL;
 }
 
+/* The same, out of line (flatcall.c). */
+void *flat_find_call(const struct flat *f, size_t id);
+
 static inline bool flat_test(const struct flat *f, size_t id)
 {
 	return id < f->cap && (f->used[id / 64] >> (id % 64) & 1);
