@@ -89,10 +89,14 @@ struct idr {
 	unsigned int idr_hint_base; /* private: its first index */
 	unsigned int idr_hint_full; /* private: every index below it is taken */
 	int idr_lock_word;        /* private: futex word, see idr_lock() */
+	int idr_lock_busy;        /* private: the owner holds it through the bias */
+	void *idr_lock_owner;     /* private: thread the lock is biased to */
+	int idr_lock_revoke;      /* private: the bias is being taken away */
 };
 
 #define IDR_INIT_FLAGS(name, base, flags)                                   \
-	{ NULL, NULL, (base), 0, (flags), 0, 0, 0, NULL, 0, 0, 0, NULL, 0, 0, 0 }
+	{ NULL, NULL, (base), 0, (flags), 0, 0, 0, NULL, 0, 0, 0, NULL, 0, 0, 0, \
+	  0, NULL, 0 }
 #define IDR_INIT_BASE(name, base) IDR_INIT_FLAGS(name, base, 0)
 #define IDR_INIT(name) IDR_INIT_BASE(name, 0)
 /* A statically initialized, empty idr handing out IDs from 0. */
@@ -415,13 +419,20 @@ idr_handle_t idr_handle_of(const struct idr *idr, unsigned long id);
 /* Locking and RCU.                                                        */
 
 /**
- * idr_lock / idr_unlock - the idr's own writer lock: a futex-based sleeping
- * mutex that spins briefly before it sleeps (writers never allocate under it
- * when they preload first, so hold times are short).  Not recursive; unlock
+ * idr_lock / idr_unlock - the idr's own writer lock.  It is biased: the
+ * first thread to lock an idr becomes its owner and locks and unlocks it
+ * with plain stores, no atomic instructions.  The first time another thread
+ * locks it, that thread revokes the bias (one membarrier(2) call, which
+ * interrupts each CPU running the process) and from then on the idr uses a
+ * futex-based sleeping mutex that spins briefly before it sleeps.  After 64
+ * revocations in a process, new idrs start unbiased.  Not recursive; unlock
  * only from the thread that locked.  It needs no initialization beyond
  * idr_init() or DEFINE_IDR() and no destruction.  Callers may instead
  * serialize writers with a lock of their own.
- * Context: any thread; idr_lock() may block.  Neither allocates.
+ * Context: any thread; idr_lock() may block.  Neither allocates.  If
+ *          membarrier(2) stops working after it worked (a seccomp filter
+ *          installed later), a revoking idr_lock() reports and aborts, as
+ *          liburcu does in the same case.
  */
 void idr_lock(struct idr *idr);
 void idr_unlock(struct idr *idr);

@@ -9,7 +9,9 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -189,10 +191,11 @@ static void *count_under_lock(void *arg)
 	return NULL;
 }
 
-TEST(idr_lock_excludes_and_loses_no_update)
+/* All threads start together: the first to lock becomes the owner and the
+ * others revoke its bias while it may be inside. */
+static void count_with_threads(struct idr *idr, long iters)
 {
-	DEFINE_IDR(idr);
-	struct counter c = { &idr, tu_scale(200000), 0, 0, 0 };
+	struct counter c = { idr, iters, 0, 0, 0 };
 	pthread_t t[THREADS];
 
 	for (int i = 0; i < THREADS; i++)
@@ -201,7 +204,22 @@ TEST(idr_lock_excludes_and_loses_no_update)
 		pthread_join(t[i], NULL);
 	CHECK_EQ(c.overlap, 0);
 	CHECK_EQ(c.value, THREADS * c.iters);
-	CHECK_EQ(idr.idr_lock_word, 0); /* released, no waiter left marked */
+	CHECK_EQ(idr->idr_lock_word, 0); /* released, no waiter left marked */
+	CHECK_EQ(idr->idr_lock_busy, 0);
+}
+
+TEST(idr_lock_excludes_and_loses_no_update)
+{
+	DEFINE_IDR(idr);
+
+	count_with_threads(&idr, tu_scale(200000));
+	/* Fresh idrs, so that the revocation races with the owner again and
+	 * again (fewer than the 64 after which new idrs stay unbiased). */
+	for (int k = 0; k < 16; k++) {
+		struct idr fresh;
+		idr_init(&fresh);
+		count_with_threads(&fresh, tu_scale(5000));
+	}
 }
 
 struct sleeper {
@@ -219,21 +237,79 @@ static void *take_once(void *arg)
 	return NULL;
 }
 
-TEST(idr_lock_waiter_sleeps_until_unlock)
+/* Hold @idr's lock while another thread tries to take it; the other must
+ * wait (long past any spinning) and get it once we let go. */
+static void hold_against_waiter(struct idr *idr, int *watch, int asleep)
 {
-	DEFINE_IDR(idr);
-	struct sleeper s = { &idr, 0 };
+	struct sleeper s = { idr, 0 };
 	pthread_t t;
 
-	idr_lock(&idr);
+	idr_lock(idr);
 	CHECK_EQ(pthread_create(&t, NULL, take_once, &s), 0);
-	/* Long past any spinning: the waiter is asleep in the kernel. */
 	struct timespec pause = { 0, 50 * 1000 * 1000 };
 	nanosleep(&pause, NULL);
 	CHECK_EQ(__atomic_load_n(&s.got, __ATOMIC_ACQUIRE), 0);
-	CHECK_EQ(__atomic_load_n(&idr.idr_lock_word, __ATOMIC_RELAXED), 2); /* contended */
-	idr_unlock(&idr);
+	CHECK_EQ(__atomic_load_n(watch, __ATOMIC_RELAXED), asleep);
+	idr_unlock(idr);
 	pthread_join(t, NULL);
 	CHECK_EQ(s.got, 1);
-	CHECK_EQ(idr.idr_lock_word, 0);
+	CHECK_EQ(idr->idr_lock_word, 0);
+	CHECK_EQ(idr->idr_lock_busy, 0);
+}
+
+TEST(idr_lock_waiter_sleeps_until_unlock)
+{
+	DEFINE_IDR(idr);
+
+	/* We are the owner: the waiter revokes the bias, then sleeps until
+	 * we leave it (on busy, which reads 1 while we are inside). */
+	hold_against_waiter(&idr, &idr.idr_lock_busy, 1);
+	CHECK_EQ(idr.idr_lock_revoke, 1);
+	/* Revoked: now we hold the futex word and the waiter sleeps on it. */
+	hold_against_waiter(&idr, &idr.idr_lock_word, 2);
+}
+
+static void *lock_and_leave(void *arg)
+{
+	idr_lock(arg);
+	idr_unlock(arg);
+	return NULL;
+}
+
+TEST(idr_lock_bias_of_an_exited_thread_is_revoked)
+{
+	DEFINE_IDR(idr);
+	pthread_t t;
+
+	CHECK_EQ(pthread_create(&t, NULL, lock_and_leave, &idr), 0);
+	pthread_join(t, NULL);
+	CHECK(idr.idr_lock_owner != NULL);
+	count_with_threads(&idr, tu_scale(20000));
+}
+
+TEST(idr_lock_revokes_in_a_forked_child)
+{
+	DEFINE_IDR(idr);
+	pthread_t t;
+	int status;
+
+	if (tu_tsan())
+		return; /* TSan cannot start threads in a child of a threaded parent */
+	idr_lock(&idr); /* biased to this thread, in the parent and the child */
+	idr_unlock(&idr);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		/* Another thread of the child takes the bias away: its barrier
+		 * must work in the child too. */
+		if (pthread_create(&t, NULL, lock_and_leave, &idr))
+			_exit(2);
+		pthread_join(t, NULL);
+		idr_lock(&idr);
+		idr_unlock(&idr);
+		_exit(idr.idr_lock_revoke == 1 && idr.idr_lock_word == 0 ? 0 : 1);
+	}
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WEXITSTATUS(status), 0);
 }
