@@ -501,6 +501,10 @@ static bool seed_run(const struct plan *pl, int threads, enum seed_mode mode, do
 		ok &= idr_find(&idr, (unsigned long)(n / threads * threads)) == NULL;
 	}
 	idr_destroy(&idr);
+	/* The next mode must not run while liburcu's thread frees this tree:
+	 * it would share the malloc arena's lock with it, and only the mode
+	 * after PLAIN (and its own) would pay, never PLAIN after LOCK_PAIR. */
+	libidr_settle();
 	return ok;
 }
 
