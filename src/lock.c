@@ -189,8 +189,9 @@ static void revoke_bias(struct idr *idr)
 		__atomic_fetch_add(&revocations, 1, __ATOMIC_RELAXED);
 }
 
-/* Everything but the two fast paths: the first lock of an idr, revoking,
- * the futex word's spinning and sleeping. */
+/* Everything but the fast paths: the first lock of an idr, revoking,
+ * the futex word's spinning and sleeping.  An owner that finds its bias
+ * being revoked goes straight to the word and never comes here. */
 __attribute__((noinline)) static void lock_slow(struct idr *idr)
 {
 	void *owner = __atomic_load_n(&idr->idr_lock_owner, __ATOMIC_ACQUIRE);
@@ -216,8 +217,12 @@ void idr_lock(struct idr *idr)
 {
 	void *owner = __atomic_load_n(&idr->idr_lock_owner, __ATOMIC_ACQUIRE);
 
-	if (owner == ME ? enter_biased(idr) :
-	    owner == REVOKED && try_take(&idr->idr_lock_word))
+	if (owner == ME) {
+		if (!enter_biased(idr)) /* being revoked: the word from now on */
+			word_lock(&idr->idr_lock_word);
+		return;
+	}
+	if (owner == REVOKED && try_take(&idr->idr_lock_word))
 		return;
 	lock_slow(idr);
 }
