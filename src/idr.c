@@ -70,6 +70,10 @@ static int alloc_slow(struct idr *idr, void *ptr, uint64_t index,
 
 	if (fixed && need.full > fixed->count)
 		return -EAGAIN;
+	/* A statically initialized handle idr: from now on idr_preload()
+	 * stocks its kind too. */
+	if (kind == KIND_GEN)
+		stock_kind(kind);
 	if (!fixed && pool_fill(pool, kind, need))
 		return -ENOMEM;
 	if (dir_cap) {
