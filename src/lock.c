@@ -153,12 +153,18 @@ static void barrier_everywhere(void)
 	abort();
 }
 
+/* Out of line, so that the owner's unlock needs no stack frame. */
+__attribute__((noinline)) static void wake_revokers(struct idr *idr)
+{
+	futex_wake(&idr->idr_lock_busy, INT_MAX);
+}
+
 static inline void leave_biased(struct idr *idr)
 {
 	__atomic_store_n(&idr->idr_lock_busy, 0, __ATOMIC_RELEASE);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (__builtin_expect(__atomic_load_n(&idr->idr_lock_revoke, __ATOMIC_RELAXED), 0))
-		futex_wake(&idr->idr_lock_busy, INT_MAX);
+		wake_revokers(idr);
 }
 
 /* The owner enters through the bias, unless a revoker has asked for the
@@ -213,27 +219,50 @@ __attribute__((noinline)) static void lock_slow(struct idr *idr)
 	word_lock(&idr->idr_lock_word);
 }
 
+/* An owner whose bias is being revoked, after it backed out of it: the
+ * word from now on. */
+__attribute__((noinline)) static void lock_word(struct idr *idr)
+{
+	word_lock(&idr->idr_lock_word);
+}
+
+/* Any thread but the owner: the word if the bias is gone, else the first
+ * lock or a revocation. */
+__attribute__((noinline)) static void lock_unowned(struct idr *idr, void *owner)
+{
+	if (owner == REVOKED && try_take(&idr->idr_lock_word))
+		return;
+	lock_slow(idr);
+}
+
+/* The fast paths below only test and store: everything else is a tail call,
+ * so that the owner's lock and unlock need no stack frame (they are a third
+ * of what the seed pattern adds to an allocation; make bench). */
 void idr_lock(struct idr *idr)
 {
 	void *owner = __atomic_load_n(&idr->idr_lock_owner, __ATOMIC_ACQUIRE);
 
-	if (owner == ME) {
-		if (!enter_biased(idr)) /* being revoked: the word from now on */
-			word_lock(&idr->idr_lock_word);
+	if (__builtin_expect(owner != ME, 0)) {
+		lock_unowned(idr, owner);
 		return;
 	}
-	if (owner == REVOKED && try_take(&idr->idr_lock_word))
-		return;
-	lock_slow(idr);
+	if (__builtin_expect(!enter_biased(idr), 0))
+		lock_word(idr);
+}
+
+__attribute__((noinline)) static void unlock_word(struct idr *idr)
+{
+	word_unlock(&idr->idr_lock_word);
 }
 
 void idr_unlock(struct idr *idr)
 {
 	/* Only the owner ever sets busy, and only while it holds the lock
 	 * through the bias; anyone else holds the word. */
-	if (__atomic_load_n(&idr->idr_lock_owner, __ATOMIC_RELAXED) == ME &&
-	    __atomic_load_n(&idr->idr_lock_busy, __ATOMIC_RELAXED))
-		leave_biased(idr);
-	else
-		word_unlock(&idr->idr_lock_word);
+	if (__builtin_expect(__atomic_load_n(&idr->idr_lock_owner, __ATOMIC_RELAXED) != ME ||
+			     !__atomic_load_n(&idr->idr_lock_busy, __ATOMIC_RELAXED), 0)) {
+		unlock_word(idr);
+		return;
+	}
+	leave_biased(idr);
 }

@@ -101,6 +101,10 @@ struct shelf {
 struct stash {
 	struct shelf shelf[NODE_KINDS];
 	unsigned depth; /* open idr_preload() sections */
+	/* The stocked_kinds value this stash was last found full for, 0 when
+	 * anything may be missing: idr_preload()'s one test.  Whatever takes
+	 * from the stash (or asks it for a directory) clears it. */
+	unsigned ready;
 	bool registered; /* thread-exit destructor armed */
 	/* A lookup directory for a NOWAIT allocation to grow into (dir.c):
 	 * dir_want is the capacity the last one to go without needed. */
@@ -135,6 +139,7 @@ static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
 static void stash_free(struct stash *s)
 {
+	s->ready = 0;
 	for (unsigned k = 0; k < NODE_KINDS; k++) {
 		struct shelf *sh = &s->shelf[k];
 
@@ -192,6 +197,7 @@ struct leafdir *stash_take_dir(size_t cap)
 
 void stash_want_dir(size_t cap)
 {
+	stash.ready = 0;
 	if (cap > stash.dir_want)
 		stash.dir_want = cap;
 }
@@ -215,8 +221,9 @@ static void stock_dir(void)
 	stash.dir_want = 0;
 }
 
-/* Top up every shelf idr_preload() stocks; stops at the first refusal. */
-static void stock_up(unsigned kinds)
+/* Top up every shelf idr_preload() stocks; stops at the first refusal.
+ * True if the stash ended up full. */
+static bool stock_up(unsigned kinds)
 {
 	if (stash.dir_want)
 		stock_dir();
@@ -226,32 +233,31 @@ static void stock_up(unsigned kinds)
 		while ((kinds >> k & 1) && sh->count < shelf_target(k)) {
 			struct idr_node *n = mem_alloc(kind_bytes(k));
 			if (!n)
-				return;
+				return false;
 			sh->node[sh->count++] = n;
 		}
 	}
+	return !stash.dir_want;
 }
 
 /* Registration and restocking, out of line: idr_preload()'s common case is
- * a handful of compares on the thread's stash and saves no registers. */
+ * one compare on the thread's stash and saves no registers. */
 __attribute__((noinline, cold)) static void preload_slow(unsigned kinds)
 {
 	if (!stash.registered)
 		arm_thread_exit();
-	stock_up(kinds);
+	stash.ready = stock_up(kinds) && stash.registered ? kinds : 0;
 }
 
 void idr_preload(idr_gfp_t gfp)
 {
+	/* Never 0, and it only gains bits: a stash found full for the kinds
+	 * of old is not full for a new kind. */
 	unsigned kinds = __atomic_load_n(&stocked_kinds, __ATOMIC_RELAXED);
 
 	(void)gfp; /* userspace allocators have no non-blocking mode to pick */
 	stash.depth++;
-	/* The common case: a registered thread with a full stash. */
-	if (__builtin_expect(stash.registered &&
-			     stash.shelf[KIND_PLAIN].count == IDR_PRELOAD_NODES &&
-			     stash.shelf[KIND_COMPACT].count && !stash.dir_want &&
-			     !(kinds & 1u << KIND_GEN), 1))
+	if (__builtin_expect(stash.ready == kinds, 1))
 		return;
 	preload_slow(kinds);
 }
@@ -280,7 +286,10 @@ void idr_preload_drain(void)
 static void *shelf_or_alloc(struct shelf *sh, unsigned kind, bool *from_shelf)
 {
 	*from_shelf = sh->count != 0;
-	return sh->count ? sh->node[--sh->count] : mem_alloc(kind_bytes(kind));
+	if (!sh->count)
+		return mem_alloc(kind_bytes(kind));
+	stash.ready = 0;
+	return sh->node[--sh->count];
 }
 
 /* Gather what one insertion needs: @need.full nodes of @kind and maybe a
