@@ -44,10 +44,10 @@ TEST_UTIL := tests/testutil.c
 TESTS ?= $(patsubst tests/%.c,%,$(filter-out $(TEST_UTIL),$(wildcard tests/*.c)))
 TEST_BINS := $(TESTS:%=$(O)/tests/%)
 # A TESTS= given on the command line overrides this too.
-TESTS += compile-deprecated debug-build fuzz-replay
+TESTS += compile-deprecated debug-build install fuzz-replay
 TEST_BINS += $(O)/tests/fuzz-replay
 
-.PHONY: all deps check demo bench fuzz lint install uninstall clean
+.PHONY: all deps check demo bench fuzz lint install uninstall clean FORCE
 
 all: $(O)/libidr.so $(O)/libidr.a $(O)/idr.pc
 
@@ -66,9 +66,17 @@ $(O)/libidr.a: $(OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
-$(O)/idr.pc: idr.pc.in Makefile | $(O)/obj
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-	    -e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+# idr.pc names the install directories, so `make` then `make install
+# PREFIX=/opt` must not install one that points at /usr/local.  Its content
+# is made on every run and the file replaced only when that differs: a
+# stamp of the variables would be compared by mtime, and two makes within
+# one clock tick would keep the stale file.
+$(O)/idr.pc: idr.pc.in FORCE | $(O)/obj
+	@sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@.new
+	@if cmp -s $@.new $@; then rm -f $@.new; else mv $@.new $@; fi
+
+FORCE:
 
 $(O)/tests/%: tests/%.c $(TEST_UTIL) tests/testutil.h $(O)/libidr.a | $(O)/tests
 	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -Itests -o $@ $< $(TEST_UTIL) $(O)/libidr.a $(LDLIBS)
