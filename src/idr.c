@@ -225,7 +225,9 @@ static inline void *leaf_find(const void *word, uint64_t index)
 
 /* Through the directory when it covers @id (see dir.c), else down the tree,
  * unrolled by height: a loop over the levels costs a third more per lookup
- * than the loads themselves (make bench). */
+ * than the loads themselves (make bench).  Heights 1 and 2, every small
+ * idr, are tested before the switch, whose jump costs them 6 of their 38
+ * instructions (callgrind). */
 void *idr_find(const struct idr *idr, unsigned long id)
 {
 	/* An ID below the base wraps to a huge index: one test covers both. */
@@ -247,6 +249,11 @@ void *idr_find(const struct idr *idr, unsigned long id)
 
 	if (index >> (NODE_BITS * h))
 		return NULL;
+	/* Below the height, index fits: no masks needed. */
+	if (h == 2) /* only this step can meet a sparse leaf */
+		return leaf_find(slot_load(&node->slots[index >> NODE_BITS]), index);
+	if (h == 1)
+		return slot_load(&node->slots[index]);
 	switch (h) {
 	case 6:
 		DESCEND(5 * NODE_BITS);
@@ -259,13 +266,8 @@ void *idr_find(const struct idr *idr, unsigned long id)
 		__attribute__((fallthrough));
 	case 3:
 		DESCEND(2 * NODE_BITS);
-		__attribute__((fallthrough));
-	case 2:
-		/* Only this step can meet a sparse leaf. */
 		return leaf_find(slot_load(&node->slots[(index >> NODE_BITS) & NODE_MASK]),
 				 index);
-	case 1:
-		return slot_load(&node->slots[index & NODE_MASK]);
 	default:
 		return NULL; /* empty */
 	}

@@ -70,6 +70,31 @@ TEST(dense_idr_gets_a_directory_that_matches_the_tree)
 	CHECK_EQ(tu_settled_live(), 0);
 }
 
+/* Small tables are where most idrs live: one of 1,000 dense IDs (16 leaves)
+ * has a directory of 16 entries, within the 1/32 of its tree's memory the
+ * size rule allows, and its lookups go through it. */
+TEST(a_thousand_dense_ids_get_a_directory)
+{
+	static bool present[1000];
+	struct idr idr;
+
+	idr_init(&idr);
+	for (long i = 0; i < 1000; i++) {
+		CHECK_EQ(idr_alloc(&idr, &objs[i], 0, 0, IDR_GFP_KERNEL), i);
+		present[i] = true;
+	}
+	CHECK(has_dir(&idr));
+	const struct leafdir *d = dir_load(&idr);
+	CHECK_EQ(d->cap, 16);
+	CHECK(dir_bytes(d->cap) * 32 <= 17 * sizeof(struct idr_node));
+	CHECK_EQ(idr_memory_usage(&idr), 17 * sizeof(struct idr_node) + dir_bytes(16));
+	for (size_t k = 0; k < 16; k++)
+		CHECK(d->leaf[k] != DIR_NONE && d->leaf[k] != DIR_TREE);
+	CHECK(lookups_match(&idr, present, 1000, 0));
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+}
+
 TEST(directory_follows_sparse_forms_and_goes_when_sparse)
 {
 	static bool present[N];
