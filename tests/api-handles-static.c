@@ -24,17 +24,10 @@ TEST(static_handle_idr_is_preloaded_after_its_first_allocation)
 
 	/* IDs far apart, so that each needs new nodes of the larger kind. */
 	for (int round = 1; round <= 3; round++) {
-		idr_preload(IDR_GFP_KERNEL);
-		long calls = tu_calls();
-		tu_fail_thread(true);
-		idr_lock(&handles);
-		int id = idr_alloc_handle(&handles, &obj, round << 24, 0,
-					  IDR_GFP_NOWAIT, &h);
-		idr_unlock(&handles);
-		tu_fail_thread(false);
-		idr_preload_end();
-		CHECK_EQ(id, round << 24);
-		CHECK_EQ(tu_calls(), calls);
+		long calls;
+		CHECK_EQ(tu_seed_alloc_handle(&handles, &obj, round << 24, &h, &calls),
+			 round << 24);
+		CHECK_EQ(calls, 0);
 		CHECK(idr_find_handle(&handles, h) == &obj);
 	}
 	CHECK_EQ(idr_check(&handles), 0);

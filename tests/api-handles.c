@@ -184,17 +184,10 @@ TEST(preloaded_handle_alloc_cannot_fail)
 
 	init(&idr);
 	for (int round = 0; round < 3; round++) {
-		idr_preload(IDR_GFP_KERNEL);
-		long calls = tu_calls();
-		tu_fail_thread(true);
-		idr_lock(&idr);
-		int id = idr_alloc_handle(&idr, P(round), round << 26, 0,
-					  IDR_GFP_NOWAIT, &h);
-		idr_unlock(&idr);
-		tu_fail_thread(false);
-		idr_preload_end();
-		CHECK_EQ(id, round << 26);
-		CHECK_EQ(tu_calls(), calls);
+		long calls;
+		CHECK_EQ(tu_seed_alloc_handle(&idr, P(round), round << 26, &h, &calls),
+			 round << 26);
+		CHECK_EQ(calls, 0);
 		CHECK(idr_find_handle(&idr, h) == P(round));
 	}
 	idr_destroy(&idr);

@@ -199,3 +199,18 @@ int main(int argc, char **argv)
 	printf("%s: %d passed, %d failed\n", prog, passed, failed);
 	return failed ? 1 : 0;
 }
+
+int tu_seed_alloc_handle(struct idr *idr, void *ptr, int start,
+			 idr_handle_t *h, long *made)
+{
+	idr_preload(IDR_GFP_KERNEL);
+	long before = tu_calls();
+	tu_fail_thread(true);
+	idr_lock(idr);
+	int id = idr_alloc_handle(idr, ptr, start, 0, IDR_GFP_NOWAIT, h);
+	idr_unlock(idr);
+	tu_fail_thread(false);
+	*made = tu_calls() - before;
+	idr_preload_end();
+	return id;
+}

@@ -67,6 +67,12 @@ void tu_fail_from(long k);   /* fail the k-th call from now and all later */
 /* Live blocks once pending RCU frees have run and this thread's stash is
  * drained: what an idr holds, as seen by the allocator. */
 long tu_settled_live(void);
+/* The seed pattern on a handle idr with every allocator call this thread
+ * makes under the lock failing: what idr_alloc_handle(@idr, @ptr, @start,
+ * 0, IDR_GFP_NOWAIT, @h) returned, and in *@made the allocator calls it
+ * made. */
+int tu_seed_alloc_handle(struct idr *idr, void *ptr, int start,
+			 idr_handle_t *h, long *made);
 
 /* ---- diagnostics captured instead of printed ---- */
 int tu_diag_count(void);
