@@ -11,25 +11,27 @@ pass=0
 fail=0
 ok() { echo "PASS install/$1"; pass=$((pass + 1)); }
 ko() { echo "FAIL install/$1: $2"; fail=$((fail + 1)); }
+# make, quietly, in this test's own build of the library (no sanitizer).
+mk() { make -s O="$D" CC="$CC" SANITIZE= "$@" >/dev/null; }
 
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 P=$tmp/prefix
 
 # The library as a user's first `make` leaves it, with the default PREFIX.
-if ! make -s O="$D" CC="$CC" SANITIZE= all >/dev/null; then
+if ! mk all; then
 	echo "install: 0 passed, 1 failed"
 	exit 1
 fi
 
-make -s O="$D" CC="$CC" SANITIZE= install PREFIX="$P" >/dev/null
+mk install PREFIX="$P"
 if grep -qx "prefix=$P" "$P/lib/pkgconfig/idr.pc" 2>/dev/null; then
 	ok pc_file_names_the_install_prefix
 else
 	ko pc_file_names_the_install_prefix "$(grep prefix= "$P/lib/pkgconfig/idr.pc" 2>&1)"
 fi
 
-make -s O="$D" CC="$CC" SANITIZE= install PREFIX=/opt/idr DESTDIR="$tmp/stage" >/dev/null
+mk install PREFIX=/opt/idr DESTDIR="$tmp/stage"
 if grep -qx "prefix=/opt/idr" "$tmp/stage/opt/idr/lib/pkgconfig/idr.pc" 2>/dev/null &&
    [ -f "$tmp/stage/opt/idr/include/idr.h" ]; then
 	ok destdir_stages_without_changing_the_prefix
@@ -82,7 +84,7 @@ done
 if [ -z "$missing" ]; then ok every_documented_function_has_a_man_page
 else ko every_documented_function_has_a_man_page "no page for:$missing"; fi
 
-make -s O="$D" CC="$CC" SANITIZE= uninstall PREFIX="$P" >/dev/null
+mk uninstall PREFIX="$P"
 left=$(find "$P" -type f -o -type l)
 if [ -z "$left" ]; then ok uninstall_leaves_nothing
 else ko uninstall_leaves_nothing "$left"; fi
