@@ -42,7 +42,8 @@ OBJS := $(SRCS:src/%.c=$(O)/obj/%.o)
 # Tests link the static library so sanitizer and valgrind runs see one image.
 TEST_UTIL := tests/testutil.c
 TESTS ?= $(patsubst tests/%.c,%,$(filter-out $(TEST_UTIL),$(wildcard tests/*.c)))
-TEST_BINS := $(TESTS:%=$(O)/tests/%)
+# Shell tests (tests/NAME.sh) have no binary, even when named in TESTS=.
+TEST_BINS := $(patsubst %,$(O)/tests/%,$(filter-out $(patsubst tests/%.sh,%,$(wildcard tests/*.sh)),$(TESTS)))
 # A TESTS= given on the command line overrides this too.
 TESTS += compile-deprecated debug-build install fuzz-replay
 TEST_BINS += $(O)/tests/fuzz-replay
