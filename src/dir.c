@@ -62,7 +62,7 @@ uint32_t dir_entry(const struct leafdir *d, const void *word)
 	    dist & ((1u << DIR_UNIT_BITS) - 1))
 		return DIR_TREE;
 	uintptr_t units = dist >> DIR_UNIT_BITS;
-	return units == DIR_NONE || units >= DIR_TREE ? DIR_TREE : (uint32_t)units;
+	return units >= DIR_TREE ? DIR_TREE : (uint32_t)units;
 }
 
 /* A base that puts @leaf in the middle of the window. */

@@ -223,27 +223,13 @@ static inline void *leaf_find(const void *word, uint64_t index)
 	return slot_load(&((const struct idr_node *)word)->slots[index & NODE_MASK]);
 }
 
-/* Through the directory when it covers @id (see dir.c), else down the tree,
- * unrolled by height: a loop over the levels costs a third more per lookup
- * than the loads themselves (make bench).  Heights 1 and 2, every small
- * idr, are tested before the switch, whose jump cost them 6 instructions a
- * lookup (callgrind).  Sparse leaves exist only at the leaf level, so only
- * the last step of each height asks leaf_find(). */
-void *idr_find(const struct idr *idr, unsigned long id)
+/* Down the tree, unrolled by height: a loop over the levels costs a third
+ * more per lookup than the loads themselves (make bench).  Heights 1 and
+ * 2, every small idr, are tested before the switch, whose jump cost them 6
+ * instructions a lookup (callgrind).  Sparse leaves exist only at the leaf
+ * level, so only the last step of each height asks leaf_find(). */
+__attribute__((noinline)) static void *tree_find(const struct idr *idr, uint64_t index)
 {
-	/* An ID below the base wraps to a huge index: one test covers both. */
-	uint64_t index = (uint64_t)id - idr->idr_base;
-	struct idr_node *leaf;
-
-	switch (dir_lookup(idr, index, &leaf)) {
-	case DIR_LEAF:
-		return slot_load(&leaf->slots[index & NODE_MASK]);
-	case DIR_NO_LEAF:
-		return NULL;
-	case DIR_ASK_TREE:
-		break; /* no directory, or a sparse or far leaf */
-	}
-
 	uintptr_t root = root_load(idr);
 	unsigned h = root_height(root);
 	const struct idr_node *node = root_node(root);
@@ -272,6 +258,27 @@ void *idr_find(const struct idr *idr, unsigned long id)
 	default:
 		return NULL; /* empty */
 	}
+}
+
+/* Through the directory when it covers @id (see dir.c), else down the
+ * tree.  The directory path is all this function does itself, so that it
+ * needs no stack frame and no register copies: random lookups are bound by
+ * how many instructions each carries (bench/README.md). */
+void *idr_find(const struct idr *idr, unsigned long id)
+{
+	/* An ID below the base wraps to a huge index: one test covers both. */
+	uint64_t index = (uint64_t)id - idr->idr_base;
+	const struct leafdir *d = dir_load(idr);
+	uint64_t k = index >> NODE_BITS;
+
+	if (__builtin_expect(d && k < d->cap, 1)) {
+		uint32_t e = __atomic_load_n(d->leaf + k, __ATOMIC_ACQUIRE);
+		if (__builtin_expect(e < DIR_TREE, 1))
+			return slot_load(&dir_leaf(d, e)->slots[index & NODE_MASK]);
+		if (e == DIR_NONE)
+			return NULL;
+	}
+	return tree_find(idr, index); /* no directory, or a sparse or far leaf */
 }
 
 void *idr_remove(struct idr *idr, unsigned long id)

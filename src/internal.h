@@ -127,10 +127,12 @@ static inline uint64_t span(unsigned height)
  * step with the tree; present only at height 2 or more, and only while it
  * is small beside the tree.  An entry is 32 bits: DIR_NONE (no leaf),
  * DIR_TREE (a sparse word, or a leaf too far from base: ask the tree), or
- * the leaf's distance from base in 16-byte units.
+ * the leaf's distance from base in 16-byte units.  The two marks are the
+ * top two values, so that idr_find() tells a leaf from both with one
+ * compare.
  */
-#define DIR_NONE 0u
-#define DIR_TREE 0xffffffffu
+#define DIR_TREE 0xfffffffeu
+#define DIR_NONE 0xffffffffu
 #define DIR_UNIT_BITS 4
 struct leafdir {
 	size_t cap;              /* leaves covered */
@@ -143,6 +145,12 @@ static inline const struct leafdir *dir_load(const struct idr *idr)
 {
 	return __atomic_load_n((struct leafdir *const *)&idr->idr_dir,
 			       __ATOMIC_ACQUIRE);
+}
+
+/* The leaf that entry @e of @d, neither DIR_NONE nor DIR_TREE, stands for. */
+static inline struct idr_node *dir_leaf(const struct leafdir *d, uint32_t e)
+{
+	return (struct idr_node *)(d->base + ((uintptr_t)e << DIR_UNIT_BITS));
 }
 
 enum dir_answer { DIR_NO_LEAF, DIR_LEAF, DIR_ASK_TREE };
@@ -158,8 +166,8 @@ static inline enum dir_answer dir_lookup(const struct idr *idr, uint64_t index,
 	if (!d || k >= d->cap)
 		return DIR_ASK_TREE;
 	uint32_t e = __atomic_load_n(&d->leaf[k], __ATOMIC_ACQUIRE);
-	if (__builtin_expect(e - 1 < DIR_TREE - 1, 1)) {
-		*leaf = (struct idr_node *)(d->base + ((uintptr_t)e << DIR_UNIT_BITS));
+	if (__builtin_expect(e < DIR_TREE, 1)) {
+		*leaf = dir_leaf(d, e);
 		return DIR_LEAF;
 	}
 	return e == DIR_NONE ? DIR_NO_LEAF : DIR_ASK_TREE;

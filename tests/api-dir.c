@@ -220,10 +220,10 @@ TEST(directory_entries_encode_exactly_the_window)
 	CHECK_EQ(dir_entry(&d, b + (uintptr_t)(DIR_TREE - 1) * unit), DIR_TREE - 1);
 	CHECK_EQ(dir_entry(&d, b + (uintptr_t)DIR_TREE * unit), DIR_TREE);
 	CHECK_EQ(dir_entry(&d, b + ((uintptr_t)1 << 40)), DIR_TREE);
-	CHECK_EQ(dir_entry(&d, b), DIR_TREE);        /* would read as none */
+	CHECK_EQ(dir_entry(&d, b), 0);
+	CHECK_EQ(dir_entry(&d, b + (uintptr_t)DIR_NONE * unit), DIR_TREE); /* would read as none */
 	CHECK_EQ(dir_entry(&d, b - unit), DIR_TREE); /* below the base */
 	CHECK_EQ(dir_entry(&d, b + unit + 8), DIR_TREE); /* not a unit */
 	CHECK_EQ(dir_entry(&d, b + 64 * unit + TAG_SINGLE), DIR_TREE);
 	CHECK_EQ(dir_entry(&d, b + 64 * unit + TAG_COMPACT), DIR_TREE);
-
 }
