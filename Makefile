@@ -48,7 +48,7 @@ TEST_BINS := $(patsubst %,$(O)/tests/%,$(filter-out $(patsubst tests/%.sh,%,$(wi
 TESTS += compile-deprecated debug-build install fuzz-replay
 TEST_BINS += $(O)/tests/fuzz-replay
 
-.PHONY: all deps check demo bench fuzz lint install uninstall clean FORCE
+.PHONY: all deps check demo bench bench-limits fuzz lint install uninstall clean FORCE
 
 all: $(O)/libidr.so $(O)/libidr.a $(O)/idr.pc
 
@@ -133,6 +133,13 @@ demo: $(O)/examples/demo $(O)/examples/migrate
 BENCH_SRCS := bench/bench.c bench/heap.c bench/flatcall.c
 $(O)/bench/bench: $(BENCH_SRCS) bench/bench.h bench/flat.h bench/workloads.h $(O)/libidr.a | $(O)/bench
 	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $(BENCH_SRCS) $(O)/libidr.a $(LDLIBS) -lJudy
+
+# What a random lookup costs by shape, flat inlined to idr_find (bench/limits.c).
+$(O)/bench/limits: bench/limits.c bench/bench.h $(O)/libidr.a | $(O)/bench
+	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ bench/limits.c $(O)/libidr.a $(LDLIBS)
+
+bench-limits: $(O)/bench/limits
+	$(O)/bench/limits $(BENCH_ARGS)
 
 # BENCH_ARGS: -n N, -r repeats, --large (N = 10M), --quick.
 BENCH_ARGS ?=

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * make bench-limits: what a random lookup can cost on this machine, by
+ * shape, against flat's inlined one-load lookup.  Not a backend: a ladder
+ * of lookups over the same keys, from flat inlined to idr_find itself, each
+ * step adding one thing a correct library lookup must do.  It answers
+ * "which part of idr_find's cost is the data structure, and which is being
+ * a call that must re-read what a writer may have replaced"
+ * (bench/README.md, "Why targets are missed").
+ *
+ * The directory steps use a copy of libidr's directory shape (32-bit
+ * entries counting 16-byte units from a base, 64 slots a leaf) over leaves
+ * of their own, so that only the lookup code differs between steps.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <idr.h>
+
+#include "bench.h"
+
+#define LEAF_SLOTS 64
+#define UNIT_BITS 4
+#define ENTRY_MARKS 0xfffffffeu /* entries from here up are not leaves */
+
+struct dir {
+	size_t cap;
+	uintptr_t base;
+	uint32_t leaf[];
+};
+
+/* What a lookup reads through: a base ID, a directory, or a flat array. */
+struct table {
+	unsigned base;
+	const struct dir *dir;
+	const struct array *array;
+};
+
+struct array {
+	size_t cap;
+	void *slot[];
+};
+
+static void *leaf_of(const struct dir *d, uint32_t e, uint64_t index)
+{
+	void **leaf = (void **)(d->base + ((uintptr_t)e << UNIT_BITS));
+
+	return __atomic_load_n(&leaf[index % LEAF_SLOTS], __ATOMIC_ACQUIRE);
+}
+
+/* idr_find()'s directory path, re-reading everything per lookup. */
+static inline void *dir_find(const struct table *t, uint64_t id)
+{
+	uint64_t index = id - t->base;
+	const struct dir *d = __atomic_load_n(&t->dir, __ATOMIC_ACQUIRE);
+	uint64_t k = index / LEAF_SLOTS;
+
+	if (__builtin_expect(d && k < __atomic_load_n(&d->cap, __ATOMIC_RELAXED), 1)) {
+		uint32_t e = __atomic_load_n(&d->leaf[k], __ATOMIC_ACQUIRE);
+		if (__builtin_expect(e < ENTRY_MARKS, 1))
+			return leaf_of(d, e, index);
+	}
+	return NULL;
+}
+
+__attribute__((noinline)) static void *dir_find_call(const struct table *t, uint64_t id)
+{
+	return dir_find(t, id);
+}
+
+/* A flat array that a writer may replace: what the lookup of an RCU-safe
+ * growable array must do. */
+__attribute__((noinline)) static void *array_find_call(const struct table *t, uint64_t id)
+{
+	uint64_t index = id - t->base;
+	const struct array *a = __atomic_load_n(&t->array, __ATOMIC_ACQUIRE);
+
+	if (__builtin_expect(a && index < a->cap, 1))
+		return __atomic_load_n(&a->slot[index], __ATOMIC_ACQUIRE);
+	return NULL;
+}
+
+__attribute__((noinline)) static void *flat_find_call(void *const *slot, size_t cap, uint64_t id)
+{
+	return id < cap ? slot[id] : NULL;
+}
+
+enum step {
+	FLAT_INLINE,
+	FLAT_CALLED,
+	ARRAY_CALLED,
+	DIR_HOISTED,
+	DIR_HOISTED_4_LOADS,
+	DIR_INLINE,
+	DIR_CALLED,
+	IDR_FIND,
+	STEPS
+};
+
+static const char *const step_name[STEPS] = {
+	"flat array, inlined (the reference)",
+	"flat array, called",
+	"replaceable array, called (acquire loads, base, NULL test)",
+	"directory, every field read once before the loop",
+	"the same, plus 4 L1-hit loads per lookup, off its path",
+	"directory, every field re-read per lookup, inlined",
+	"directory, every field re-read per lookup, called",
+	"idr_find",
+};
+
+struct setup {
+	long n;
+	const uint64_t *key;
+	void **flat;
+	const struct table *t;
+	const struct idr *idr;
+};
+
+static uint64_t run_step(const struct setup *s, enum step step)
+{
+	const uint64_t *key = s->key;
+	const struct table *t = s->t;
+	const struct dir *d = t->dir;
+	uint64_t sum = 0;
+	long n = s->n;
+
+	switch (step) {
+	case FLAT_INLINE:
+		for (long i = 0; i < n; i++)
+			if (key[i] < (uint64_t)n)
+				sum += (uintptr_t)s->flat[key[i]];
+		break;
+	case FLAT_CALLED:
+		for (long i = 0; i < n; i++)
+			sum += (uintptr_t)flat_find_call(s->flat, (size_t)n, key[i]);
+		break;
+	case ARRAY_CALLED:
+		for (long i = 0; i < n; i++)
+			sum += (uintptr_t)array_find_call(t, key[i]);
+		break;
+	case DIR_HOISTED: {
+		const uint32_t *leaf = d->leaf;
+		uintptr_t base = d->base;
+		for (long i = 0; i < n; i++) {
+			void **l = (void **)(base + ((uintptr_t)leaf[key[i] / LEAF_SLOTS] << UNIT_BITS));
+			sum += (uintptr_t)l[key[i] % LEAF_SLOTS];
+		}
+		break;
+	}
+	case DIR_HOISTED_4_LOADS: {
+		const uint32_t *leaf = d->leaf;
+		uintptr_t base = d->base;
+		for (long i = 0; i < n; i++) {
+			uint64_t x = __atomic_load_n(&t->base, __ATOMIC_RELAXED) +
+				     __atomic_load_n(&d->cap, __ATOMIC_RELAXED) +
+				     (uintptr_t)__atomic_load_n(&t->dir, __ATOMIC_RELAXED) +
+				     __atomic_load_n(&d->base, __ATOMIC_RELAXED);
+			void **l = (void **)(base + ((uintptr_t)leaf[key[i] / LEAF_SLOTS] << UNIT_BITS));
+			sum += (uintptr_t)l[key[i] % LEAF_SLOTS] + (x == 1);
+		}
+		break;
+	}
+	case DIR_INLINE:
+		for (long i = 0; i < n; i++)
+			sum += (uintptr_t)dir_find(t, key[i]);
+		break;
+	case DIR_CALLED:
+		for (long i = 0; i < n; i++)
+			sum += (uintptr_t)dir_find_call(t, key[i]);
+		break;
+	case IDR_FIND:
+		for (long i = 0; i < n; i++)
+			sum += (uintptr_t)idr_find(s->idr, (unsigned long)key[i]);
+		break;
+	case STEPS:
+		break;
+	}
+	return sum;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Leaves from malloc, as the library's are, and a directory over them. */
+static struct dir *build_dir(void **obj_of, long n, void ***leaves)
+{
+	long nleaves = (n + LEAF_SLOTS - 1) / LEAF_SLOTS;
+	struct dir *d = malloc(sizeof(*d) + (size_t)nleaves * sizeof(uint32_t));
+
+	if (!d)
+		return NULL;
+	for (long l = 0; l < nleaves; l++)
+		if (!(leaves[l] = calloc(LEAF_SLOTS, sizeof(void *))))
+			return NULL;
+	d->cap = (size_t)nleaves;
+	d->base = (uintptr_t)leaves[0] - ((uintptr_t)1 << (31 + UNIT_BITS));
+	for (long l = 0; l < nleaves; l++) {
+		uintptr_t units = ((uintptr_t)leaves[l] - d->base) >> UNIT_BITS;
+		if (units >= ENTRY_MARKS || ((uintptr_t)leaves[l] - d->base) % (1u << UNIT_BITS))
+			return NULL; /* outside the window: rerun */
+		d->leaf[l] = (uint32_t)units;
+	}
+	for (long i = 0; i < n; i++)
+		leaves[i / LEAF_SLOTS][i % LEAF_SLOTS] = obj_of[i];
+	return d;
+}
+
+int main(int argc, char **argv)
+{
+	long n = 1000000;
+	int repeats = 9;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-n") && i + 1 < argc) {
+			n = atol(argv[++i]);
+		} else if (!strcmp(argv[i], "-r") && i + 1 < argc) {
+			repeats = atoi(argv[++i]);
+		} else {
+			fprintf(stderr, "usage: %s [-n N] [-r repeats]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (n < 1 || n > INT32_MAX || repeats < 1 || repeats > 99) {
+		fprintf(stderr, "limits: need 1 <= N < 2^31 and 1 <= repeats <= 99\n");
+		return 2;
+	}
+
+	char *obj = malloc((size_t)n);
+	void **flat = malloc((size_t)n * sizeof(void *));
+	uint64_t *key = malloc((size_t)n * sizeof(uint64_t));
+	void ***leaves = malloc((size_t)((n + LEAF_SLOTS - 1) / LEAF_SLOTS) * sizeof(void **));
+	struct array *array = malloc(sizeof(*array) + (size_t)n * sizeof(void *));
+	static struct idr idr;
+	if (!obj || !flat || !key || !leaves || !array)
+		return 1;
+	idr_init(&idr);
+	array->cap = (size_t)n;
+	for (long i = 0; i < n; i++) {
+		flat[i] = array->slot[i] = obj + i;
+		key[i] = (uint64_t)i;
+		if (idr_alloc(&idr, obj + i, 0, 0, IDR_GFP_KERNEL) != i)
+			return 1;
+	}
+	struct dir *d = build_dir(flat, n, leaves);
+	if (!d) {
+		fprintf(stderr, "limits: could not build the directory\n");
+		return 1;
+	}
+	uint64_t seed = 88172645463325252ull;
+	for (long i = n - 1; i > 0; i--) {
+		long j = (long)(rnd(&seed) % (uint64_t)(i + 1));
+		uint64_t k = key[i];
+		key[i] = key[j];
+		key[j] = k;
+	}
+	static struct table table;
+	table = (struct table){ .base = 0, .dir = d, .array = array };
+	/* Keep the compiler from folding the table's fields into the loops. */
+	const struct table *t = &table;
+	__asm__ volatile("" : "+r"(t) : : "memory");
+
+	struct setup s = { n, key, flat, t, &idr };
+	uint64_t want = run_step(&s, FLAT_INLINE);
+	double v[STEPS][99];
+	bool ok = true;
+	for (int r = 0; r < repeats; r++) {
+		for (int step = 0; step < STEPS; step++) {
+			run_step(&s, step); /* untimed: every table warm alike */
+			long t0 = now_ns();
+			uint64_t sum = run_step(&s, step);
+			v[step][r] = (double)(now_ns() - t0) / (double)n;
+			ok &= sum == want;
+		}
+	}
+	printf("## Random lookup by shape: N = %ld, median of %d\n\n", n, repeats);
+	printf("| lookup | ns | vs flat inlined |\n|---|---:|---:|\n");
+	double ref = 0;
+	for (int step = 0; step < STEPS; step++) {
+		qsort(v[step], (size_t)repeats, sizeof(double), cmp_double);
+		double med = v[step][repeats / 2];
+		if (step == FLAT_INLINE)
+			ref = med;
+		printf("| %s | %.2f | %.2fx |\n", step_name[step], med, med / ref);
+	}
+	if (!ok)
+		fprintf(stderr, "limits: a lookup gave a wrong sum\n");
+	return ok ? 0 : 1;
+}
