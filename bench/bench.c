@@ -534,7 +534,7 @@ static bool seed_run(const struct plan *pl, int threads, enum seed_mode mode, do
 /* ---- read scaling: lockless RCU readers vs a rwlock, writer churning ---- */
 
 #define WRITES_PER_SEC 200000
-#define READ_NS 500000000L
+#define READ_NS 300000000L /* per run; repeats x 4 runs a setup */
 
 static struct idr shared;
 static pthread_rwlock_t rwlock; /* writer-preferring: else the writer starves */
@@ -628,9 +628,24 @@ static double lookups_per_sec(int readers, int rw, double *wps)
 	return (double)total / secs;
 }
 
-static void read_scaling(long n, int repeats, double out[2][2], double wout[2][2])
+/* One setup's results: medians over the repeats, of rates and of ratios. */
+struct scaling {
+	double rate[2][2];   /* lookups/s [rcu, rwlock][1, 2 readers] */
+	double writes[2][2]; /* the writer's ops/s, the same way */
+	double two_vs_one[2]; /* [rcu, rwlock] */
+	double rcu_vs_rwlock; /* 2 readers */
+};
+
+/* Each repeat runs all four (lock, readers) cases back to back, and the
+ * ratios are taken within a repeat, then their median: the machine's
+ * speed drifts by 1.5x over seconds (a busy neighbour on the host), and
+ * four 1-reader runs in a row followed by four 2-reader runs read that
+ * drift as scaling (2-vs-1 ratios from 1.42x to 3.10x in one session). */
+static void read_scaling(long n, int repeats, struct scaling *out)
 {
 	pthread_rwlockattr_t attr;
+	double v[2][2][MAX_REPEATS], wv[2][2][MAX_REPEATS];
+	double scale[2][MAX_REPEATS], vs[MAX_REPEATS];
 
 	pthread_rwlockattr_init(&attr);
 	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
@@ -639,14 +654,22 @@ static void read_scaling(long n, int repeats, double out[2][2], double wout[2][2
 	idr_init(&shared);
 	for (long i = 0; i < n; i += 2)
 		idr_alloc(&shared, &shared, (int)i, 0, IDR_GFP_KERNEL);
-	for (int rw = 0; rw < 2; rw++)
-		for (int k = 1; k <= 2; k++) {
-			double v[MAX_REPEATS] = { 0 }, wv[MAX_REPEATS] = { 0 };
-			for (int r = 0; r < repeats; r++)
-				v[r] = lookups_per_sec(k, rw, &wv[r]);
-			out[rw][k - 1] = median(v, repeats);
-			wout[rw][k - 1] = median(wv, repeats);
+	for (int r = 0; r < repeats; r++) {
+		for (int rw = 0; rw < 2; rw++) {
+			for (int k = 0; k < 2; k++)
+				v[rw][k][r] = lookups_per_sec(k + 1, rw, &wv[rw][k][r]);
+			scale[rw][r] = v[rw][1][r] / v[rw][0][r];
 		}
+		vs[r] = v[0][1][r] / v[1][1][r];
+	}
+	for (int rw = 0; rw < 2; rw++) {
+		for (int k = 0; k < 2; k++) {
+			out->rate[rw][k] = median(v[rw][k], repeats);
+			out->writes[rw][k] = median(wv[rw][k], repeats);
+		}
+		out->two_vs_one[rw] = median(scale[rw], repeats);
+	}
+	out->rcu_vs_rwlock = median(vs, repeats);
 	idr_destroy(&shared);
 	libidr_settle();
 }
@@ -934,9 +957,9 @@ int main(int argc, char **argv)
 	emit("| idr_lock + idr_unlock alone, no allocation | %.2f (%.2fx plain) |\n", seed[4],
 	     seed[4] / seed[0]);
 
-	/* [lookups per section: 1, 16][writer mode][rcu, rwlock][readers] */
-	double rs[2][2][2][2], ws[2][2][2][2];
-	emit("\n| read scaling, N IDs, one writer churning | 1 reader, lookups/s | 2 readers | 2 vs 1 | writer ops/s (1 / 2 readers) |\n|---|---:|---:|---:|---:|\n");
+	/* [lookups per section: 1, 16][writer mode] */
+	struct scaling rs[2][2];
+	emit("\n| read scaling, N IDs, one writer churning | 1 reader, lookups/s | 2 readers | 2 vs 1 (median of ratios) | writer ops/s (1 / 2 readers) |\n|---|---:|---:|---:|---:|\n");
 	for (int b = 0; b < 2; b++)
 		for (int mode = 0; mode < 2; mode++) {
 			static const char *const how[] = { "writer at %d ops/s", "writer flat out" };
@@ -945,14 +968,14 @@ int main(int argc, char **argv)
 			rs_batch = b ? 16 : 1;
 			rs_rate = mode ? 0 : WRITES_PER_SEC;
 			snprintf(label, sizeof(label), how[mode], WRITES_PER_SEC);
-			read_scaling(n, repeats < 3 ? repeats : 3, rs[b][mode], ws[b][mode]);
+			const struct scaling *sc = &rs[b][mode];
+			read_scaling(n, repeats, &rs[b][mode]);
 			for (int rw = 0; rw < 2; rw++)
 				emit("| %s, %d lookup%s a section, %s | %.3g | %.3g | %.2fx | %.3g / %.3g |\n",
-				     lock[rw], rs_batch, b ? "s" : "", label, rs[b][mode][rw][0],
-				     rs[b][mode][rw][1], rs[b][mode][rw][1] / rs[b][mode][rw][0],
-				     ws[b][mode][rw][0], ws[b][mode][rw][1]);
-			emit("| RCU vs rwlock, 2 readers | | %.2fx | | |\n",
-			     rs[b][mode][0][1] / rs[b][mode][1][1]);
+				     lock[rw], rs_batch, b ? "s" : "", label, sc->rate[rw][0],
+				     sc->rate[rw][1], sc->two_vs_one[rw], sc->writes[rw][0],
+				     sc->writes[rw][1]);
+			emit("| RCU vs rwlock, 2 readers | | %.2fx | | |\n", sc->rcu_vs_rwlock);
 		}
 
 	emit("\n| handle mode (IDR_F_HANDLES) vs plain | plain | handles | cost |\n|---|---:|---:|---:|\n");
@@ -974,10 +997,10 @@ int main(int argc, char **argv)
 		{ "ida heap per ID, dense", ida[0][I_BYTES], 0.15, true, " B" },
 		{ "seed pattern vs plain alloc, 1 thread", seed[2] / seed[0], 1.5, true, "x" },
 #define RS_TARGETS(b, what)                                                           \
-	{ "RCU 2 readers vs 1, fixed-rate writer, " what, rs[b][0][0][1] / rs[b][0][0][0], 1.8, false, "x" }, \
-	{ "RCU 2 readers vs 1, writer flat out, " what, rs[b][1][0][1] / rs[b][1][0][0], 1.8, false, "x" },  \
-	{ "RCU vs rwlock, 2 readers, fixed-rate writer, " what, rs[b][0][0][1] / rs[b][0][1][1], 3.0, false, "x" }, \
-	{ "RCU vs rwlock, 2 readers, writer flat out, " what, rs[b][1][0][1] / rs[b][1][1][1], 3.0, false, "x" }
+	{ "RCU 2 readers vs 1, fixed-rate writer, " what, rs[b][0].two_vs_one[0], 1.8, false, "x" }, \
+	{ "RCU 2 readers vs 1, writer flat out, " what, rs[b][1].two_vs_one[0], 1.8, false, "x" },  \
+	{ "RCU vs rwlock, 2 readers, fixed-rate writer, " what, rs[b][0].rcu_vs_rwlock, 3.0, false, "x" }, \
+	{ "RCU vs rwlock, 2 readers, writer flat out, " what, rs[b][1].rcu_vs_rwlock, 3.0, false, "x" }
 		RS_TARGETS(0, "1 lookup a section"),
 		RS_TARGETS(1, "16 lookups a section"),
 	};
