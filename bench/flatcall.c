@@ -2,7 +2,7 @@
 /*
  * flat's lookup compiled apart from its caller, so that calling it costs
  * what calling a library's lookup costs: the bench's "cost of a call" rows
- * (bench/README.md, "Why lookups still miss").
+ * (bench/README.md, "Why targets are missed").
  */
 #include <stdint.h>
 

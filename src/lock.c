@@ -233,7 +233,7 @@ __attribute__((noinline)) static void lock_unowned(struct idr *idr, void *owner)
 /* The fast paths below only test and store: everything else is a tail call,
  * so that the owner's lock and unlock need no stack frame.  Counted with
  * callgrind, the pair had been 34 of the 60 instructions the seed pattern
- * added to an allocation; it is 27 now (bench/README.md). */
+ * added to an allocation; it is 27 now (docs/performance-history.md). */
 void idr_lock(struct idr *idr)
 {
 	void *owner = __atomic_load_n(&idr->idr_lock_owner, __ATOMIC_ACQUIRE);
