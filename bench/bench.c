@@ -644,8 +644,8 @@ struct scaling {
 static void read_scaling(long n, int repeats, struct scaling *out)
 {
 	pthread_rwlockattr_t attr;
-	double v[2][2][MAX_REPEATS], wv[2][2][MAX_REPEATS];
-	double scale[2][MAX_REPEATS], vs[MAX_REPEATS];
+	double v[2][2][MAX_REPEATS] = { 0 }, wv[2][2][MAX_REPEATS] = { 0 };
+	double scale[2][MAX_REPEATS] = { 0 }, vs[MAX_REPEATS] = { 0 };
 
 	pthread_rwlockattr_init(&attr);
 	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
