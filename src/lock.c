@@ -43,9 +43,17 @@
 
 enum { UNLOCKED, LOCKED, CONTENDED };
 
-/* Writers hold the lock for a few hundred ns: a short spin usually sees it
- * released and saves two system calls. */
-#define SPINS 100
+/* Writers hold the lock for tens to hundreds of ns: a short spin usually
+ * sees it released and saves two system calls.  The spin backs off, the
+ * gap between looks doubling up to SPIN_MAX_GAP pauses: each look pulls the
+ * lock's cache line over to the waiter, and a holder that takes the lock
+ * again a few ns after dropping it (the seed pattern in a loop) then waits
+ * to get the line back.  Two threads allocating back to back went from
+ * 160-230 ns/ID with a look after every pause to 75-100 (a pthread mutex:
+ * 118-187), and with some work between allocations from 290-300 to 220-245
+ * (the mutex: 313-322). */
+#define SPIN_PAUSES 100
+#define SPIN_MAX_GAP 16
 
 #define REVOKE_BUDGET 64
 
@@ -95,10 +103,13 @@ static bool try_take(int *word)
  * those need no stack frame. */
 __attribute__((noinline)) static void word_lock(int *word)
 {
-	for (int i = 0; i < SPINS; i++) {
+	for (int paused = 0, gap = 1; paused < SPIN_PAUSES; paused += gap) {
 		if (__atomic_load_n(word, __ATOMIC_RELAXED) == UNLOCKED && try_take(word))
 			return;
-		cpu_relax();
+		for (int k = 0; k < gap; k++)
+			cpu_relax();
+		if (gap < SPIN_MAX_GAP)
+			gap *= 2;
 	}
 	/* From here on we may sleep, so whoever unlocks must wake us: mark
 	 * the word contended.  Taking it this way leaves it CONTENDED even if
