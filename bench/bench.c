@@ -368,13 +368,27 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static double median(double *v, int k)
+#define MAX_REPEATS 15
+
+/* The median of @v[0..k), which is left as it was. */
+static double median(const double *v, int k)
 {
-	qsort(v, (size_t)k, sizeof(double), cmp_double);
-	return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+	double sorted[MAX_REPEATS];
+
+	memcpy(sorted, v, (size_t)k * sizeof(double));
+	qsort(sorted, (size_t)k, sizeof(double), cmp_double);
+	return k % 2 ? sorted[k / 2] : (sorted[k / 2 - 1] + sorted[k / 2]) / 2;
 }
 
-#define MAX_REPEATS 15
+/* The median of @num[r] / @den[r]: runs paired within a repeat. */
+static double median_ratio(const double *num, const double *den, int k)
+{
+	double ratio[MAX_REPEATS] = { 0 };
+
+	for (int r = 0; r < k; r++)
+		ratio[r] = num[r] / den[r];
+	return median(ratio, k);
+}
 
 /* Run every backend's core workloads @repeats times, interleaved so that
  * a noisy moment hurts all backends alike; medians into @out. */
@@ -645,7 +659,6 @@ static void read_scaling(long n, int repeats, struct scaling *out)
 {
 	pthread_rwlockattr_t attr;
 	double v[2][2][MAX_REPEATS] = { 0 }, wv[2][2][MAX_REPEATS] = { 0 };
-	double scale[2][MAX_REPEATS] = { 0 }, vs[MAX_REPEATS] = { 0 };
 
 	pthread_rwlockattr_init(&attr);
 	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
@@ -654,22 +667,18 @@ static void read_scaling(long n, int repeats, struct scaling *out)
 	idr_init(&shared);
 	for (long i = 0; i < n; i += 2)
 		idr_alloc(&shared, &shared, (int)i, 0, IDR_GFP_KERNEL);
-	for (int r = 0; r < repeats; r++) {
-		for (int rw = 0; rw < 2; rw++) {
+	for (int r = 0; r < repeats; r++)
+		for (int rw = 0; rw < 2; rw++)
 			for (int k = 0; k < 2; k++)
 				v[rw][k][r] = lookups_per_sec(k + 1, rw, &wv[rw][k][r]);
-			scale[rw][r] = v[rw][1][r] / v[rw][0][r];
-		}
-		vs[r] = v[0][1][r] / v[1][1][r];
-	}
 	for (int rw = 0; rw < 2; rw++) {
 		for (int k = 0; k < 2; k++) {
 			out->rate[rw][k] = median(v[rw][k], repeats);
 			out->writes[rw][k] = median(wv[rw][k], repeats);
 		}
-		out->two_vs_one[rw] = median(scale[rw], repeats);
+		out->two_vs_one[rw] = median_ratio(v[rw][1], v[rw][0], repeats);
 	}
-	out->rcu_vs_rwlock = median(vs, repeats);
+	out->rcu_vs_rwlock = median_ratio(v[0][1], v[1][1], repeats);
 	idr_destroy(&shared);
 	libidr_settle();
 }
@@ -946,11 +955,17 @@ int main(int argc, char **argv)
 	}
 	for (int k = 0; k < SEED_ROWS; k++)
 		seed[k] = median(v3[k], repeats);
+	/* Ratios within a repeat, then their median, as for read scaling:
+	 * plain allocation's time swings with the host from one second to
+	 * the next, and a ratio of medians pairs runs far apart. */
+	double locked_plain = median_ratio(v3[1], v3[0], repeats);
+	double seed_plain = median_ratio(v3[2], v3[0], repeats);
+	double seed_locked = median_ratio(v3[2], v3[1], repeats);
 	emit("\n| seed pattern (preload, lock, alloc NOWAIT, unlock, preload_end) | ns/ID |\n|---|---:|\n");
 	emit("| plain idr_alloc, no preload, no lock | %.2f |\n", seed[0]);
-	emit("| idr_alloc under idr_lock, no preload | %.2f (%.2fx plain) |\n", seed[1], seed[1] / seed[0]);
+	emit("| idr_alloc under idr_lock, no preload | %.2f (%.2fx plain) |\n", seed[1], locked_plain);
 	emit("| seed pattern, 1 thread | %.2f (%.2fx plain, %.2fx locked) |\n", seed[2],
-	     seed[2] / seed[0], seed[2] / seed[1]);
+	     seed_plain, seed_locked);
 	emit("| seed pattern, 2 threads, one idr (wall time / IDs) | %.2f |\n", seed[3]);
 	/* The target allows the seed pattern 0.5x plain on top of the
 	 * allocation; this row shows what the lock alone takes of that. */
@@ -995,7 +1010,7 @@ int main(int argc, char **argv)
 		{ "heap per survivor, 99% removed", core[B_LIBIDR][M_BYTES_SPARSE], 32, true, " B" },
 		{ "empty idr + empty ida", (double)empty_bytes, 0, true, " B" },
 		{ "ida heap per ID, dense", ida[0][I_BYTES], 0.15, true, " B" },
-		{ "seed pattern vs plain alloc, 1 thread", seed[2] / seed[0], 1.5, true, "x" },
+		{ "seed pattern vs plain alloc, 1 thread", seed_plain, 1.5, true, "x" },
 #define RS_TARGETS(b, what)                                                           \
 	{ "RCU 2 readers vs 1, fixed-rate writer, " what, rs[b][0].two_vs_one[0], 1.8, false, "x" }, \
 	{ "RCU 2 readers vs 1, writer flat out, " what, rs[b][1].two_vs_one[0], 1.8, false, "x" },  \
