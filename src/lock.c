@@ -48,10 +48,10 @@ enum { UNLOCKED, LOCKED, CONTENDED };
  * gap between looks doubling up to SPIN_MAX_GAP pauses: each look pulls the
  * lock's cache line over to the waiter, and a holder that takes the lock
  * again a few ns after dropping it (the seed pattern in a loop) then waits
- * to get the line back.  Two threads allocating back to back went from
- * 160-230 ns/ID with a look after every pause to 75-100 (a pthread mutex:
- * 118-187), and with some work between allocations from 290-300 to 220-245
- * (the mutex: 313-322). */
+ * to get the line back.  make bench's seed pattern on 2 threads went from
+ * 184-240 ns/ID with a look after every pause to 77-113; a separate loop
+ * put a pthread mutex at 118-187, and with some work between allocations
+ * had the spin without backoff 20% slower than this one. */
 #define SPIN_PAUSES 100
 #define SPIN_MAX_GAP 16
 
