@@ -51,7 +51,7 @@ enum { UNLOCKED, LOCKED, CONTENDED };
  * to get the line back.  make bench's seed pattern on 2 threads went from
  * 184-240 ns/ID with a look after every pause to 77-113; a separate loop
  * put a pthread mutex at 118-187, and with some work between allocations
- * had the spin without backoff 20% slower than this one. */
+ * had the spin without backoff about 30% slower than this one. */
 #define SPIN_PAUSES 100
 #define SPIN_MAX_GAP 16
 
