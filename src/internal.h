@@ -163,9 +163,9 @@ static inline enum dir_answer dir_lookup(const struct idr *idr, uint64_t index,
 	const struct leafdir *d = dir_load(idr);
 	uint64_t k = index >> NODE_BITS;
 
-	if (!d || k >= d->cap)
+	if (__builtin_expect(!d || k >= d->cap, 0))
 		return DIR_ASK_TREE;
-	uint32_t e = __atomic_load_n(&d->leaf[k], __ATOMIC_ACQUIRE);
+	uint32_t e = __atomic_load_n(d->leaf + k, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(e < DIR_TREE, 1)) {
 		*leaf = dir_leaf(d, e);
 		return DIR_LEAF;
