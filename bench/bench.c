@@ -471,10 +471,14 @@ static bool (*const ida_runs[])(const struct plan *, double *) = {
 
 /* ---- the seed pattern ---- */
 
-enum seed_mode { PLAIN, LOCKED, SEED, LOCK_PAIR };
+enum seed_mode { PLAIN, LOCKED, SEED, LOCK_PAIR, SEED_MUTEX };
 
-/* The seed table's rows: the four modes, with SEED also on 2 threads. */
-#define SEED_ROWS 5
+/* The seed table's rows: the first four modes, with SEED also on 2
+ * threads, then SEED_MUTEX (the seed pattern with a pthread mutex in
+ * idr_lock's place, the peer for the lock) on 2 threads. */
+#define SEED_ROWS 6
+
+static pthread_mutex_t seed_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 struct seed_arg {
 	struct idr *idr;
@@ -504,9 +508,15 @@ static void *seed_worker(void *arg)
 			continue;
 		}
 		idr_preload(IDR_GFP_KERNEL);
-		idr_lock(a->idr);
+		if (a->mode == SEED_MUTEX)
+			pthread_mutex_lock(&seed_mutex);
+		else
+			idr_lock(a->idr);
 		idr_alloc(a->idr, &a->pl->obj[i], 0, 0, IDR_GFP_NOWAIT);
-		idr_unlock(a->idr);
+		if (a->mode == SEED_MUTEX)
+			pthread_mutex_unlock(&seed_mutex);
+		else
+			idr_unlock(a->idr);
 		idr_preload_end();
 	}
 	return NULL;
@@ -952,6 +962,7 @@ int main(int argc, char **argv)
 		ok &= seed_run(&pl, 1, SEED, &v3[2][r]);
 		ok &= seed_run(&pl, 2, SEED, &v3[3][r]);
 		ok &= seed_run(&pl, 1, LOCK_PAIR, &v3[4][r]);
+		ok &= seed_run(&pl, 2, SEED_MUTEX, &v3[5][r]);
 	}
 	for (int k = 0; k < SEED_ROWS; k++)
 		seed[k] = median(v3[k], repeats);
@@ -967,6 +978,8 @@ int main(int argc, char **argv)
 	emit("| seed pattern, 1 thread | %.2f (%.2fx plain, %.2fx locked) |\n", seed[2],
 	     seed_plain, seed_locked);
 	emit("| seed pattern, 2 threads, one idr (wall time / IDs) | %.2f |\n", seed[3]);
+	emit("| the same with a pthread mutex instead of idr_lock | %.2f (idr_lock: %.2fx) |\n",
+	     seed[5], median_ratio(v3[3], v3[5], repeats));
 	/* The target allows the seed pattern 0.5x plain on top of the
 	 * allocation; this row shows what the lock alone takes of that. */
 	emit("| idr_lock + idr_unlock alone, no allocation | %.2f (%.2fx plain) |\n", seed[4],
