@@ -359,27 +359,6 @@ static const struct backend backends[B_COUNT] = {
 	{ "judy", judy_core, judy_scaling },
 };
 
-/* ---- medians ---- */
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-#define MAX_REPEATS 15
-
-/* The median of @v[0..k), which is left as it was. */
-static double median(const double *v, int k)
-{
-	double sorted[MAX_REPEATS];
-
-	memcpy(sorted, v, (size_t)k * sizeof(double));
-	qsort(sorted, (size_t)k, sizeof(double), cmp_double);
-	return k % 2 ? sorted[k / 2] : (sorted[k / 2 - 1] + sorted[k / 2]) / 2;
-}
-
 /* The median of @num[r] / @den[r]: runs paired within a repeat. */
 static double median_ratio(const double *num, const double *den, int k)
 {
@@ -996,8 +975,8 @@ int main(int argc, char **argv)
 			rs_batch = b ? 16 : 1;
 			rs_rate = mode ? 0 : WRITES_PER_SEC;
 			snprintf(label, sizeof(label), how[mode], WRITES_PER_SEC);
-			const struct scaling *sc = &rs[b][mode];
-			read_scaling(n, repeats, &rs[b][mode]);
+			struct scaling *sc = &rs[b][mode];
+			read_scaling(n, repeats, sc);
 			for (int rw = 0; rw < 2; rw++)
 				emit("| %s, %d lookup%s a section, %s | %.3g | %.3g | %.2fx | %.3g / %.3g |\n",
 				     lock[rw], rs_batch, b ? "s" : "", label, sc->rate[rw][0],

@@ -180,13 +180,6 @@ static uint64_t run_step(const struct setup *s, enum step step)
 	return sum;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* Leaves from malloc, as the library's are, and a directory over them. */
 static struct dir *build_dir(void **obj_of, long n, void ***leaves)
 {
@@ -226,8 +219,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (n < 1 || n > INT32_MAX || repeats < 1 || repeats > 99) {
-		fprintf(stderr, "limits: need 1 <= N < 2^31 and 1 <= repeats <= 99\n");
+	if (n < 1 || n > INT32_MAX || repeats < 1 || repeats > MAX_REPEATS) {
+		fprintf(stderr, "limits: need 1 <= N < 2^31 and 1 <= repeats <= %d\n", MAX_REPEATS);
 		return 2;
 	}
 
@@ -267,7 +260,7 @@ int main(int argc, char **argv)
 
 	struct setup s = { n, key, flat, t, &idr };
 	uint64_t want = run_step(&s, FLAT_INLINE);
-	double v[STEPS][99];
+	double v[STEPS][MAX_REPEATS];
 	bool ok = true;
 	for (int r = 0; r < repeats; r++) {
 		for (int step = 0; step < STEPS; step++) {
@@ -282,8 +275,7 @@ int main(int argc, char **argv)
 	printf("| lookup | ns | vs flat inlined |\n|---|---:|---:|\n");
 	double ref = 0;
 	for (int step = 0; step < STEPS; step++) {
-		qsort(v[step], (size_t)repeats, sizeof(double), cmp_double);
-		double med = v[step][repeats / 2];
+		double med = median(v[step], repeats);
 		if (step == FLAT_INLINE)
 			ref = med;
 		printf("| %s | %.2f | %.2fx |\n", step_name[step], med, med / ref);
