@@ -9,8 +9,11 @@
  * (bench/README.md, "Why targets are missed").
  *
  * The directory steps use a copy of libidr's directory shape (32-bit
- * entries counting 16-byte units from a base, 64 slots a leaf) over leaves
- * of their own, so that only the lookup code differs between steps.
+ * entries counting 8-byte words from a base, 64 slots a leaf) over leaves
+ * of their own, so that only the lookup code differs between steps.  The
+ * last two steps use a variant with no base to load: entries count 8-byte
+ * words from the directory itself, and the keys are IDs, not IDs minus
+ * the idr's base.  libidr cannot use it (below, and bench/README.md).
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,7 +25,6 @@
 #include "bench.h"
 
 #define LEAF_SLOTS 64
-#define UNIT_BITS 4
 #define ENTRY_MARKS 0xfffffffeu /* entries from here up are not leaves */
 
 struct dir {
@@ -36,18 +38,29 @@ struct table {
 	unsigned base;
 	const struct dir *dir;
 	const struct array *array;
+	const struct rdir *rdir;
 };
+
+/* Entries are signed distances from the directory in 8-byte words. */
+struct rdir {
+	size_t cap;
+	int32_t leaf[];
+};
+#define RDIR_MARKS (INT32_MIN + 1) /* entries up to here are not leaves */
 
 struct array {
 	size_t cap;
 	void *slot[];
 };
 
+static void *slot_of(uintptr_t base, uint32_t e, uint64_t index)
+{
+	return (void *)(base + 8 * ((uintptr_t)e + index % LEAF_SLOTS));
+}
+
 static void *leaf_of(const struct dir *d, uint32_t e, uint64_t index)
 {
-	void **leaf = (void **)(d->base + ((uintptr_t)e << UNIT_BITS));
-
-	return __atomic_load_n(&leaf[index % LEAF_SLOTS], __ATOMIC_ACQUIRE);
+	return __atomic_load_n((void **)slot_of(d->base, e, index), __ATOMIC_ACQUIRE);
 }
 
 /* idr_find()'s directory path, re-reading everything per lookup. */
@@ -57,12 +70,10 @@ static inline void *dir_find(const struct table *t, uint64_t id)
 	const struct dir *d = __atomic_load_n(&t->dir, __ATOMIC_ACQUIRE);
 	uint64_t k = index / LEAF_SLOTS;
 
-	if (__builtin_expect(d && k < __atomic_load_n(&d->cap, __ATOMIC_RELAXED), 1)) {
-		uint32_t e = __atomic_load_n(&d->leaf[k], __ATOMIC_ACQUIRE);
-		if (__builtin_expect(e < ENTRY_MARKS, 1))
-			return leaf_of(d, e, index);
-	}
-	return NULL;
+	if (__builtin_expect(!d || k >= d->cap, 0))
+		return NULL;
+	uint32_t e = __atomic_load_n(d->leaf + k, __ATOMIC_ACQUIRE);
+	return __builtin_expect(e < ENTRY_MARKS, 1) ? leaf_of(d, e, index) : NULL;
 }
 
 __attribute__((noinline)) static void *dir_find_call(const struct table *t, uint64_t id)
@@ -82,6 +93,34 @@ __attribute__((noinline)) static void *array_find_call(const struct table *t, ui
 	return NULL;
 }
 
+static void *rdir_slot(const struct rdir *d, int32_t e, uint64_t id)
+{
+	uintptr_t word = (uintptr_t)((intptr_t)e + (intptr_t)(id % LEAF_SLOTS));
+
+	return __atomic_load_n((void **)((uintptr_t)d + 8 * word), __ATOMIC_ACQUIRE);
+}
+
+/* The directory path with both base loads gone, every test kept. */
+__attribute__((noinline)) static void *rdir_find_call(const struct table *t, uint64_t id)
+{
+	const struct rdir *d = __atomic_load_n(&t->rdir, __ATOMIC_ACQUIRE);
+	uint64_t k = id / LEAF_SLOTS;
+
+	if (__builtin_expect(!d || k >= d->cap, 0))
+		return NULL;
+	int32_t e = __atomic_load_n(d->leaf + k, __ATOMIC_ACQUIRE);
+	return __builtin_expect(e > RDIR_MARKS, 1) ? rdir_slot(d, e, id) : NULL;
+}
+
+/* Only the three loads a lookup through a replaceable directory cannot do
+ * without: not a correct lookup (no tests at all), a floor. */
+__attribute__((noinline)) static void *rdir_floor_call(const struct table *t, uint64_t id)
+{
+	const struct rdir *d = __atomic_load_n(&t->rdir, __ATOMIC_ACQUIRE);
+
+	return rdir_slot(d, __atomic_load_n(d->leaf + id / LEAF_SLOTS, __ATOMIC_ACQUIRE), id);
+}
+
 __attribute__((noinline)) static void *flat_find_call(void *const *slot, size_t cap, uint64_t id)
 {
 	return id < cap ? slot[id] : NULL;
@@ -96,6 +135,8 @@ enum step {
 	DIR_INLINE,
 	DIR_CALLED,
 	IDR_FIND,
+	RDIR_CALLED,
+	RDIR_FLOOR,
 	STEPS
 };
 
@@ -108,6 +149,8 @@ static const char *const step_name[STEPS] = {
 	"directory, every field re-read per lookup, inlined",
 	"directory, every field re-read per lookup, called",
 	"idr_find",
+	"directory with no base to load (entries relative to itself), called",
+	"the same, with no tests: 3 loads, not a correct lookup",
 };
 
 struct setup {
@@ -144,8 +187,7 @@ static uint64_t run_step(const struct setup *s, enum step step)
 		const uint32_t *leaf = d->leaf;
 		uintptr_t base = d->base;
 		for (long i = 0; i < n; i++) {
-			void **l = (void **)(base + ((uintptr_t)leaf[key[i] / LEAF_SLOTS] << UNIT_BITS));
-			sum += (uintptr_t)l[key[i] % LEAF_SLOTS];
+			sum += (uintptr_t)*(void **)slot_of(base, leaf[key[i] / LEAF_SLOTS], key[i]);
 		}
 		break;
 	}
@@ -157,8 +199,8 @@ static uint64_t run_step(const struct setup *s, enum step step)
 				     __atomic_load_n(&d->cap, __ATOMIC_RELAXED) +
 				     (uintptr_t)__atomic_load_n(&t->dir, __ATOMIC_RELAXED) +
 				     __atomic_load_n(&d->base, __ATOMIC_RELAXED);
-			void **l = (void **)(base + ((uintptr_t)leaf[key[i] / LEAF_SLOTS] << UNIT_BITS));
-			sum += (uintptr_t)l[key[i] % LEAF_SLOTS] + (x == 1);
+			sum += (uintptr_t)*(void **)slot_of(base, leaf[key[i] / LEAF_SLOTS], key[i]) +
+			       (x == 1);
 		}
 		break;
 	}
@@ -173,6 +215,14 @@ static uint64_t run_step(const struct setup *s, enum step step)
 	case IDR_FIND:
 		for (long i = 0; i < n; i++)
 			sum += (uintptr_t)idr_find(s->idr, (unsigned long)key[i]);
+		break;
+	case RDIR_CALLED:
+		for (long i = 0; i < n; i++)
+			sum += (uintptr_t)rdir_find_call(t, key[i]);
+		break;
+	case RDIR_FLOOR:
+		for (long i = 0; i < n; i++)
+			sum += (uintptr_t)rdir_floor_call(t, key[i]);
 		break;
 	case STEPS:
 		break;
@@ -192,15 +242,33 @@ static struct dir *build_dir(void **obj_of, long n, void ***leaves)
 		if (!(leaves[l] = calloc(LEAF_SLOTS, sizeof(void *))))
 			return NULL;
 	d->cap = (size_t)nleaves;
-	d->base = (uintptr_t)leaves[0] - ((uintptr_t)1 << (31 + UNIT_BITS));
+	d->base = (uintptr_t)leaves[0] - ((uintptr_t)1 << 31) * 8;
 	for (long l = 0; l < nleaves; l++) {
-		uintptr_t units = ((uintptr_t)leaves[l] - d->base) >> UNIT_BITS;
-		if (units >= ENTRY_MARKS || ((uintptr_t)leaves[l] - d->base) % (1u << UNIT_BITS))
+		uintptr_t units = ((uintptr_t)leaves[l] - d->base) / 8;
+		if (units >= ENTRY_MARKS || ((uintptr_t)leaves[l] - d->base) % 8)
 			return NULL; /* outside the window: rerun */
 		d->leaf[l] = (uint32_t)units;
 	}
 	for (long i = 0; i < n; i++)
 		leaves[i / LEAF_SLOTS][i % LEAF_SLOTS] = obj_of[i];
+	return d;
+}
+
+/* The same leaves seen through an rdir, or NULL if one is too far from it
+ * for a 32-bit distance. */
+static struct rdir *build_rdir(void ***leaves, long nleaves)
+{
+	struct rdir *d = malloc(sizeof(*d) + (size_t)nleaves * sizeof(int32_t));
+
+	if (!d)
+		return NULL;
+	d->cap = (size_t)nleaves;
+	for (long l = 0; l < nleaves; l++) {
+		intptr_t words = ((intptr_t)leaves[l] - (intptr_t)d) / 8;
+		if (words <= RDIR_MARKS || words > INT32_MAX)
+			return NULL;
+		d->leaf[l] = (int32_t)words;
+	}
 	return d;
 }
 
@@ -241,7 +309,8 @@ int main(int argc, char **argv)
 			return 1;
 	}
 	struct dir *d = build_dir(flat, n, leaves);
-	if (!d) {
+	struct rdir *rd = d ? build_rdir(leaves, (n + LEAF_SLOTS - 1) / LEAF_SLOTS) : NULL;
+	if (!rd) {
 		fprintf(stderr, "limits: could not build the directory\n");
 		return 1;
 	}
@@ -253,7 +322,7 @@ int main(int argc, char **argv)
 		key[j] = k;
 	}
 	static struct table table;
-	table = (struct table){ .base = 0, .dir = d, .array = array };
+	table = (struct table){ .base = 0, .dir = d, .array = array, .rdir = rd };
 	/* Keep the compiler from folding the table's fields into the loops. */
 	const struct table *t = &table;
 	__asm__ volatile("" : "+r"(t) : : "memory");

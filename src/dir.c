@@ -15,8 +15,8 @@
  *
  * Why 32-bit entries: at 8 bytes per leaf the directory alone would cost a
  * dense idr 0.13 B/ID, as much again as all its interior nodes.  Leaves come
- * from one heap, within 64 GiB of each other in practice, so an entry counts
- * 16-byte units from a base chosen near the first leaf.  A leaf outside
+ * from one heap, within 32 GiB of each other in practice, so an entry counts
+ * 8-byte words from a base chosen near the first leaf.  A leaf outside
  * that window (or a sparse word) gets DIR_TREE, and its lookups walk the
  * tree: slower, never wrong.
  *
@@ -58,17 +58,16 @@ uint32_t dir_entry(const struct leafdir *d, const void *word)
 
 	if (!word)
 		return DIR_NONE;
-	if (is_sparse(word) || (uintptr_t)word < d->base ||
-	    dist & ((1u << DIR_UNIT_BITS) - 1))
+	if (is_sparse(word) || (uintptr_t)word < d->base || dist % DIR_UNIT)
 		return DIR_TREE;
-	uintptr_t units = dist >> DIR_UNIT_BITS;
+	uintptr_t units = dist / DIR_UNIT;
 	return units >= DIR_TREE ? DIR_TREE : (uint32_t)units;
 }
 
 /* A base that puts @leaf in the middle of the window. */
 static uintptr_t base_near(const void *leaf)
 {
-	uintptr_t half = (uintptr_t)1 << (31 + DIR_UNIT_BITS);
+	uintptr_t half = ((uintptr_t)1 << 31) * DIR_UNIT;
 
 	return (uintptr_t)leaf > half ? (uintptr_t)leaf - half : 0;
 }

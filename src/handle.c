@@ -48,16 +48,16 @@ static struct idr_node *find_leaf(const struct idr *idr, uint64_t id)
 
 	if (id < idr->idr_base || !h || index >= span(h))
 		return NULL;
-	struct idr_node *node;
-	switch (dir_lookup(idr, index, &node)) {
+	void **slot;
+	switch (dir_lookup(idr, index, &slot)) {
 	case DIR_LEAF:
-		return node;
+		return slot_leaf(slot, index);
 	case DIR_NO_LEAF:
 		return NULL;
 	case DIR_ASK_TREE:
 		break;
 	}
-	node = root_node(root);
+	struct idr_node *node = root_node(root);
 	for (unsigned shift = NODE_BITS * (h - 1); node && shift;
 	     shift -= NODE_BITS)
 		node = slot_load(&node->slots[(index >> shift) & NODE_MASK]);

@@ -268,11 +268,11 @@ void *idr_find(const struct idr *idr, unsigned long id)
 {
 	/* An ID below the base wraps to a huge index: one test covers both. */
 	uint64_t index = (uint64_t)id - idr->idr_base;
-	struct idr_node *leaf;
+	void **slot;
 
-	switch (dir_lookup(idr, index, &leaf)) {
+	switch (dir_lookup(idr, index, &slot)) {
 	case DIR_LEAF:
-		return slot_load(&leaf->slots[index & NODE_MASK]);
+		return slot_load(slot);
 	case DIR_NO_LEAF:
 		return NULL;
 	case DIR_ASK_TREE:

@@ -3,6 +3,7 @@
 #ifndef IDR_INTERNAL_H
 #define IDR_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <urcu-bp.h>
 #include <urcu/call-rcu.h>
@@ -127,13 +128,16 @@ static inline uint64_t span(unsigned height)
  * step with the tree; present only at height 2 or more, and only while it
  * is small beside the tree.  An entry is 32 bits: DIR_NONE (no leaf),
  * DIR_TREE (a sparse word, or a leaf too far from base: ask the tree), or
- * the leaf's distance from base in 16-byte units.  The two marks are the
- * top two values, so that idr_find() tells a leaf from both with one
- * compare.
+ * the leaf's distance from base in pointer-sized words, so that a slot's
+ * address is base + 8 * (entry + offset in the leaf): one add and a scaled
+ * load.  The two marks are the top two values, so that idr_find() tells a
+ * leaf from both with one compare.
  */
 #define DIR_TREE 0xfffffffeu
 #define DIR_NONE 0xffffffffu
-#define DIR_UNIT_BITS 4
+#define DIR_UNIT sizeof(void *)
+_Static_assert(offsetof(struct idr_node, slots) == 0,
+	       "a directory entry locates a leaf's slots");
 struct leafdir {
 	size_t cap;              /* leaves covered */
 	uintptr_t base;          /* what entries count from */
@@ -149,10 +153,16 @@ static inline const struct leafdir *dir_load(const struct idr *idr)
 
 enum dir_answer { DIR_NO_LEAF, DIR_LEAF, DIR_ASK_TREE };
 
-/* What the directory says about @index's leaf (reader-safe): a full leaf
- * (in *@leaf), none, or nothing it can tell. */
+/* The leaf that holds @slot, the leaf slot of @index. */
+static inline struct idr_node *slot_leaf(void **slot, uint64_t index)
+{
+	return (struct idr_node *)(void *)(slot - (index & NODE_MASK));
+}
+
+/* What the directory says about @index's leaf (reader-safe): a full leaf,
+ * and @index's slot in it (in *@slot); none; or nothing it can tell. */
 static inline enum dir_answer dir_lookup(const struct idr *idr, uint64_t index,
-					 struct idr_node **leaf)
+					 void ***slot)
 {
 	const struct leafdir *d = dir_load(idr);
 	uint64_t k = index >> NODE_BITS;
@@ -163,7 +173,10 @@ static inline enum dir_answer dir_lookup(const struct idr *idr, uint64_t index,
 	 * offset into the load (one instruction fewer per idr_find). */
 	uint32_t e = __atomic_load_n(d->leaf + k, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(e < DIR_TREE, 1)) {
-		*leaf = (struct idr_node *)(d->base + ((uintptr_t)e << DIR_UNIT_BITS));
+		/* One sum, scaled by the load: not leaf + offset, which gcc
+		 * builds with a shift and a lea more. */
+		uintptr_t word = (uintptr_t)e + (index & NODE_MASK);
+		*slot = (void **)(d->base + word * DIR_UNIT);
 		return DIR_LEAF;
 	}
 	return e == DIR_NONE ? DIR_NO_LEAF : DIR_ASK_TREE;
@@ -233,12 +246,6 @@ IDR_HIDDEN void hint_set(struct idr *idr, void **slot, uint64_t index,
 			 uint64_t start);
 IDR_HIDDEN uint64_t tree_next_entry(const struct idr *idr, uint64_t index,
 				    uint64_t last, void **entry);
-
-/* The leaf that holds @slot, the leaf slot of @index. */
-static inline struct idr_node *slot_leaf(void **slot, uint64_t index)
-{
-	return (struct idr_node *)(void *)(slot - (index & NODE_MASK));
-}
 
 /* handle.c */
 IDR_HIDDEN void stamp_generation(struct idr *idr, void **slot, uint64_t index);

@@ -626,10 +626,11 @@ enum take { TAKEN, NOT_ALLOCATED, NEEDS_WALK };
  */
 static enum take take_in_leaf(struct idr *idr, uint64_t index, void **old)
 {
-	struct idr_node *leaf;
+	void **slot;
 
-	if (dir_lookup(idr, index, &leaf) != DIR_LEAF)
+	if (dir_lookup(idr, index, &slot) != DIR_LEAF)
 		return NEEDS_WALK;
+	struct idr_node *leaf = slot_leaf(slot, index);
 	unsigned off = (unsigned)(index & NODE_MASK);
 	if (leaf->free & bit(off))
 		return NOT_ALLOCATED;

@@ -207,12 +207,12 @@ TEST(nowait_allocations_get_a_directory_through_preload)
 	CHECK_EQ(tu_settled_live(), 0);
 }
 
-/* 32-bit entries: 16-byte units from base; anything else asks the tree. */
+/* 32-bit entries: 8-byte words from base; anything else asks the tree. */
 TEST(directory_entries_encode_exactly_the_window)
 {
 	struct leafdir d = { .cap = 0, .base = (uintptr_t)1 << 40 };
 	char *b = (char *)d.base;
-	const uintptr_t unit = (uintptr_t)1 << DIR_UNIT_BITS;
+	const uintptr_t unit = DIR_UNIT;
 
 	CHECK_EQ(dir_entry(&d, NULL), DIR_NONE);
 	CHECK_EQ(dir_entry(&d, b + unit), 1);
@@ -223,7 +223,7 @@ TEST(directory_entries_encode_exactly_the_window)
 	CHECK_EQ(dir_entry(&d, b), 0);
 	CHECK_EQ(dir_entry(&d, b + (uintptr_t)DIR_NONE * unit), DIR_TREE); /* would read as none */
 	CHECK_EQ(dir_entry(&d, b - unit), DIR_TREE); /* below the base */
-	CHECK_EQ(dir_entry(&d, b + unit + 8), DIR_TREE); /* not a unit */
+	CHECK_EQ(dir_entry(&d, b + unit + 4), DIR_TREE); /* not a unit */
 	CHECK_EQ(dir_entry(&d, b + 64 * unit + TAG_SINGLE), DIR_TREE);
 	CHECK_EQ(dir_entry(&d, b + 64 * unit + TAG_COMPACT), DIR_TREE);
 }

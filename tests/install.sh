@@ -2,8 +2,9 @@
 # What `make install` gives a user: after a plain `make`, an install to
 # another PREFIX (and under DESTDIR) carries a pkg-config file naming that
 # PREFIX; a program built with `pkg-config --cflags --libs idr`, shared or
-# static, runs the seed workflow; every documented function has a man page;
-# `make uninstall` leaves no file behind.
+# static, runs the seed workflow; every documented function has a man page
+# and is exported, and nothing else is; `make uninstall` leaves no file
+# behind.
 O=${O:-build}
 CC=${CC:-cc}
 D=$O/install-test
@@ -83,6 +84,20 @@ for f in $(sed -n 's/^ \* \(id[ar]_[a-z_0-9]*\) - .*/\1/p' include/idr.h); do
 done
 if [ -z "$missing" ]; then ok every_documented_function_has_a_man_page
 else ko every_documented_function_has_a_man_page "no page for:$missing"; fi
+
+# The shared library's exported names are the API: each carries the idr_
+# or ida_ prefix, and each function the header documents is among them.
+exported=$(nm -D --defined-only "$P/lib/libidr.so.0" | awk '{ print $3 }')
+stray=$(printf '%s\n' "$exported" | grep -v '^id[ar]_')
+absent=""
+for f in $(sed -n 's/^ \* \(id[ar]_[a-z_0-9]*\) - .*/\1/p' include/idr.h); do
+	printf '%s\n' "$exported" | grep -qx "$f" || absent="$absent $f"
+done
+if [ -n "$exported" ] && [ -z "$stray" ] && [ -z "$absent" ]; then
+	ok shared_library_exports_exactly_the_api
+else
+	ko shared_library_exports_exactly_the_api "unprefixed: $stray; not exported:$absent"
+fi
 
 mk uninstall PREFIX="$P"
 left=$(find "$P" -type f -o -type l)
