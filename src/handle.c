@@ -44,9 +44,9 @@ static struct idr_node *find_leaf(const struct idr *idr, uint64_t id)
 {
 	uintptr_t root = root_load(idr);
 	unsigned h = root_height(root);
-	uint64_t index = id - idr->idr_base;
+	uint64_t index = id;
 
-	if (id < idr->idr_base || !h || index >= span(h))
+	if (!h || index >= span(h))
 		return NULL;
 	void **slot;
 	switch (dir_lookup(idr, index, &slot)) {
@@ -90,7 +90,7 @@ void *idr_find_handle(const struct idr *idr, idr_handle_t handle)
 
 	if (!has_handles(idr) || !(leaf = find_leaf(idr, id)))
 		return NULL;
-	unsigned off = (unsigned)((id - idr->idr_base) & NODE_MASK);
+	unsigned off = (unsigned)(id & NODE_MASK);
 	void *ptr = slot_load(&leaf->slots[off]);
 	uint32_t gen = __atomic_load_n(&node_gens(leaf)[off], __ATOMIC_RELAXED);
 	return gen == idr_handle_gen(handle) ? ptr : NULL;
@@ -116,7 +116,7 @@ idr_handle_t idr_handle_of(const struct idr *idr, unsigned long id)
 
 	if (!has_handles(idr) || id > UINT32_MAX || !(leaf = find_leaf(idr, id)))
 		return 0;
-	unsigned off = (unsigned)((id - idr->idr_base) & NODE_MASK);
+	unsigned off = (unsigned)(id & NODE_MASK);
 	if (leaf->free >> off & 1)
 		return 0;
 	return idr_handle_make((uint32_t)id, node_gens(leaf)[off]);

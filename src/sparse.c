@@ -13,8 +13,8 @@
  *              pair, tag 01.
  *
  * A leaf changes form as it fills and empties.  New leaves whose first ID is
- * not their offset 0 start sparse: dense allocation always enters a new leaf
- * at offset 0, so it builds full leaves from the start.  A compact leaf
+ * neither their offset 0 nor the idr's base start sparse: dense allocation
+ * always enters a new leaf there, so it builds full leaves from the start.  A compact leaf
  * becomes a full leaf at its (CLEAF_CAP+1)-th entry; a full leaf becomes
  * compact again when removals leave it CLEAF_CAP entries or fewer, and a
  * compact leaf with one entry becomes a singleton.  Those removal-time

@@ -4,7 +4,8 @@
  * bitmap of the slots below which a free index remains, so the lowest free
  * index at or above any start is found by following set bits: O(log64 N).
  *
- * Indices here are IDs minus the idr's base.  The height of the tree travels
+ * Indices here are IDs (an idr's base only bounds its allocations; the ida
+ * has none).  The height of the tree travels
  * in the low bits of the root word, so a lockless reader gets the root and
  * the height it belongs to from one load.  Writers publish every pointer with
  * a release store only after the node it points to is fully initialized;
@@ -151,21 +152,23 @@ uint64_t tree_find_free(const struct idr *idr, uint64_t start)
 }
 
 /* Will a leaf created for @index start sparse?  Not at offset 0, where
- * dense allocation enters each new leaf, nor without a parent to hold a
- * sparse word. */
-static bool starts_sparse(uint64_t index, unsigned height, bool sparse_ok)
+ * dense allocation enters each new leaf, nor at the idr's base, where it
+ * enters the first one, nor without a parent to hold a sparse word. */
+static bool starts_sparse(const struct idr *idr, uint64_t index,
+			  unsigned height, bool sparse_ok)
 {
-	return sparse_ok && height > 1 && (index & NODE_MASK);
+	return sparse_ok && height > 1 && (index & NODE_MASK) &&
+	       index != idr->idr_base;
 }
 
 /* A new path of @levels levels down to @index's leaf (the leaf included). */
-static struct insert_need new_path(uint64_t index, unsigned levels,
-				   unsigned height, const void *ptr,
-				   bool sparse_ok)
+static struct insert_need new_path(const struct idr *idr, uint64_t index,
+				   unsigned levels, unsigned height,
+				   const void *ptr, bool sparse_ok)
 {
 	struct insert_need need = { levels, false };
 
-	if (levels && starts_sparse(index, height, sparse_ok)) {
+	if (levels && starts_sparse(idr, index, height, sparse_ok)) {
 		need.full--;
 		need.compact = !prefer_single(ptr);
 	}
@@ -182,18 +185,18 @@ struct insert_need tree_needs(const struct idr *idr, uint64_t index,
 	const struct idr_node *node = root_node(root);
 
 	if (!h)
-		return new_path(index, target, target, ptr, sparse_ok);
+		return new_path(idr, index, target, target, ptr, sparse_ok);
 	if (index >= span(h)) {
 		/* New levels on top, then a fresh path below the new root. */
-		struct insert_need need = new_path(index, target - 1, target, ptr,
-						   sparse_ok);
+		struct insert_need need = new_path(idr, index, target - 1,
+						   target, ptr, sparse_ok);
 		need.full += target - h;
 		return need;
 	}
 	for (unsigned level = h; level > 1; level--) {
 		const void *child = node->slots[slot_offset(index, level)];
 		if (!child)
-			return new_path(index, level - 1, h, ptr, sparse_ok);
+			return new_path(idr, index, level - 1, h, ptr, sparse_ok);
 		if (level == 2 && is_sparse(child)) {
 			/* A singleton becomes compact; a full compact leaf,
 			 * or any sparse leaf where none may be made, a full
@@ -285,8 +288,9 @@ void **tree_insert_found(struct path *p, uint64_t index)
 
 /*
  * The allocation hint: the full leaf where the last allocation went
- * (idr_hint, first index idr_hint_base), and whether every index below it is
- * taken (idr_hint_full, known when that search started at 0).  While its
+ * (idr_hint, first index idr_hint_base), and whether every index from the
+ * idr's base up to it is taken (idr_hint_full, known when that search
+ * started at the base).  While its
  * leaf has room, the next lowest-free search needs no walk: dense
  * allocation goes from 4 dependent steps per ID to one (make bench, "dense
  * alloc").  It is dropped when that leaf fills, and by any removal in it
@@ -297,7 +301,7 @@ void hint_set(struct idr *idr, void **slot, uint64_t index, uint64_t start)
 {
 	idr->idr_hint = slot_leaf(slot, index);
 	idr->idr_hint_base = (unsigned)(index & ~(uint64_t)NODE_MASK);
-	idr->idr_hint_full = start == 0;
+	idr->idr_hint_full = start <= idr->idr_base;
 }
 
 /* A removal in the hint leaf may change or free the leaf: drop the hint.
@@ -401,7 +405,7 @@ void **tree_insert(struct idr *idr, uint64_t index, struct node_pool *pool,
 			converted = true;
 		}
 		if (level == 2 && (child ? is_sparse(child) :
-				   starts_sparse(index, p.height, sparse_ok))) {
+				   starts_sparse(idr, index, p.height, sparse_ok))) {
 			if (child) {
 				sparse_insert(idr, ref, (unsigned)(index & NODE_MASK),
 					      ptr, pool);
