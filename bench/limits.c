@@ -10,10 +10,10 @@
  *
  * The directory steps use a copy of libidr's directory shape (32-bit
  * entries counting 8-byte words from a base, 64 slots a leaf) over leaves
- * of their own, so that only the lookup code differs between steps.  The
- * last two steps use a variant with no base to load: entries count 8-byte
- * words from the directory itself, and the keys are IDs, not IDs minus
- * the idr's base.  libidr cannot use it (below, and bench/README.md).
+ * of their own, so that only the lookup code differs between steps.  Keys
+ * are IDs, as in libidr's tree.  The last two steps use a variant with no
+ * base to load: entries count 8-byte words from the directory itself.
+ * libidr cannot use it (below, and bench/README.md).
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -33,9 +33,8 @@ struct dir {
 	uint32_t leaf[];
 };
 
-/* What a lookup reads through: a base ID, a directory, or a flat array. */
+/* What a lookup reads through: a directory or a flat array. */
 struct table {
-	unsigned base;
 	const struct dir *dir;
 	const struct array *array;
 	const struct rdir *rdir;
@@ -66,14 +65,13 @@ static void *leaf_of(const struct dir *d, uint32_t e, uint64_t index)
 /* idr_find()'s directory path, re-reading everything per lookup. */
 static inline void *dir_find(const struct table *t, uint64_t id)
 {
-	uint64_t index = id - t->base;
 	const struct dir *d = __atomic_load_n(&t->dir, __ATOMIC_ACQUIRE);
-	uint64_t k = index / LEAF_SLOTS;
+	uint64_t k = id / LEAF_SLOTS;
 
 	if (__builtin_expect(!d || k >= d->cap, 0))
 		return NULL;
 	uint32_t e = __atomic_load_n(d->leaf + k, __ATOMIC_ACQUIRE);
-	return __builtin_expect(e < ENTRY_MARKS, 1) ? leaf_of(d, e, index) : NULL;
+	return __builtin_expect(e < ENTRY_MARKS, 1) ? leaf_of(d, e, id) : NULL;
 }
 
 __attribute__((noinline)) static void *dir_find_call(const struct table *t, uint64_t id)
@@ -85,11 +83,10 @@ __attribute__((noinline)) static void *dir_find_call(const struct table *t, uint
  * growable array must do. */
 __attribute__((noinline)) static void *array_find_call(const struct table *t, uint64_t id)
 {
-	uint64_t index = id - t->base;
 	const struct array *a = __atomic_load_n(&t->array, __ATOMIC_ACQUIRE);
 
-	if (__builtin_expect(a && index < a->cap, 1))
-		return __atomic_load_n(&a->slot[index], __ATOMIC_ACQUIRE);
+	if (__builtin_expect(a && id < a->cap, 1))
+		return __atomic_load_n(&a->slot[id], __ATOMIC_ACQUIRE);
 	return NULL;
 }
 
@@ -100,7 +97,7 @@ static void *rdir_slot(const struct rdir *d, int32_t e, uint64_t id)
 	return __atomic_load_n((void **)((uintptr_t)d + 8 * word), __ATOMIC_ACQUIRE);
 }
 
-/* The directory path with both base loads gone, every test kept. */
+/* The directory path with no base to load, every test kept. */
 __attribute__((noinline)) static void *rdir_find_call(const struct table *t, uint64_t id)
 {
 	const struct rdir *d = __atomic_load_n(&t->rdir, __ATOMIC_ACQUIRE);
@@ -143,7 +140,7 @@ enum step {
 static const char *const step_name[STEPS] = {
 	"flat array, inlined (the reference)",
 	"flat array, called",
-	"replaceable array, called (acquire loads, base, NULL test)",
+	"replaceable array, called (acquire loads, NULL test)",
 	"directory, every field read once before the loop",
 	"the same, plus 4 L1-hit loads per lookup, off its path",
 	"directory, every field re-read per lookup, inlined",
@@ -195,7 +192,7 @@ static uint64_t run_step(const struct setup *s, enum step step)
 		const uint32_t *leaf = d->leaf;
 		uintptr_t base = d->base;
 		for (long i = 0; i < n; i++) {
-			uint64_t x = __atomic_load_n(&t->base, __ATOMIC_RELAXED) +
+			uint64_t x = (uintptr_t)__atomic_load_n(&t->array, __ATOMIC_RELAXED) +
 				     __atomic_load_n(&d->cap, __ATOMIC_RELAXED) +
 				     (uintptr_t)__atomic_load_n(&t->dir, __ATOMIC_RELAXED) +
 				     __atomic_load_n(&d->base, __ATOMIC_RELAXED);
@@ -322,7 +319,7 @@ int main(int argc, char **argv)
 		key[j] = k;
 	}
 	static struct table table;
-	table = (struct table){ .base = 0, .dir = d, .array = array, .rdir = rd };
+	table = (struct table){ .dir = d, .array = array, .rdir = rd };
 	/* Keep the compiler from folding the table's fields into the loops. */
 	const struct table *t = &table;
 	__asm__ volatile("" : "+r"(t) : : "memory");
