@@ -44,14 +44,13 @@ static struct idr_node *find_leaf(const struct idr *idr, uint64_t id)
 {
 	uintptr_t root = root_load(idr);
 	unsigned h = root_height(root);
-	uint64_t index = id;
 
-	if (!h || index >= span(h))
+	if (!h || id >= span(h))
 		return NULL;
 	void **slot;
-	switch (dir_lookup(idr, index, &slot)) {
+	switch (dir_lookup(idr, id, &slot)) {
 	case DIR_LEAF:
-		return slot_leaf(slot, index);
+		return slot_leaf(slot, id);
 	case DIR_NO_LEAF:
 		return NULL;
 	case DIR_ASK_TREE:
@@ -60,7 +59,7 @@ static struct idr_node *find_leaf(const struct idr *idr, uint64_t id)
 	struct idr_node *node = root_node(root);
 	for (unsigned shift = NODE_BITS * (h - 1); node && shift;
 	     shift -= NODE_BITS)
-		node = slot_load(&node->slots[(index >> shift) & NODE_MASK]);
+		node = slot_load(&node->slots[(id >> shift) & NODE_MASK]);
 	return node;
 }
 
