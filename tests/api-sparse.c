@@ -256,3 +256,35 @@ TEST(old_api_reserve_builds_full_leaves_only)
 	CHECK_EQ(idr_check(&idr), 0);
 	idr_destroy(&idr);
 }
+
+/* The tree is keyed by ID (docs/design.md): a base of 64 or more puts
+ * interior nodes over the first IDs, and the leaf at the base starts full,
+ * as dense allocation from the base will fill it; no form changes on the
+ * way. */
+TEST(dense_allocation_from_a_base_fills_a_full_leaf)
+{
+	static const struct {
+		int base;
+		int nodes;
+	} c[] = {
+		{ 1, 1 },       /* the root is the leaf */
+		{ 100, 2 },     /* a root over leaf 1 */
+		{ 1 << 20, 4 }, /* three levels over leaf 2^14 */
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct idr idr;
+		int last = c[i].base | 63;
+
+		idr_init_base(&idr, c[i].base);
+		for (int id = c[i].base; id <= last; id++) {
+			CHECK_EQ(idr_alloc(&idr, P(id & 63), 0, 0, IDR_GFP_KERNEL), id);
+			MEM(&idr, c[i].nodes, 0);
+		}
+		for (int id = c[i].base; id <= last; id++)
+			CHECK(idr_find(&idr, (unsigned long)id) == P(id & 63));
+		CHECK(idr_find(&idr, (unsigned long)c[i].base - 1) == NULL);
+		CHECK_EQ(idr_check(&idr), 0);
+		idr_destroy(&idr);
+	}
+}
