@@ -112,11 +112,8 @@ void idr_init(struct idr *idr);
  * idr_init_base - initialize an empty idr whose lowest ID is @base.
  * @base: lowest ID handed out (e.g. 1 so that 0 can mean "none"); >= 0.
  *        A negative base is treated as 0.
- * IDs are stored at their own value, so the base only bounds allocation.
- * A base below 64 costs nothing.  A higher one puts interior nodes over
- * the first IDs (one ID: 1,072 bytes at base 100, 2,144 at 2^20, against
- * 536), and once the idr is large its lookup directory also spans the IDs
- * below the base, at 4 bytes per 64.
+ * IDs below @base cost no nodes.  Once the idr is large, its lookup
+ * directory spans them too, at 4 bytes per 64 IDs below @base.
  * Context: any; the idr must not be in use.  Does not allocate.
  */
 void idr_init_base(struct idr *idr, int base);

@@ -177,7 +177,7 @@ static int check_dir(const struct census *c, const struct idr *idr)
 		return violation(c, 0, root_height(root_load(idr)),
 				 "lookup directory on a tree without interior levels");
 	for (size_t k = 0; k < d->cap; k++)
-		if (d->leaf[k] != dir_entry(d, tree_leaf_word(idr, k)))
+		if (d->leaf[k] != dir_entry(d, dir_leaf_word(idr, k)))
 			return violation(c, (uint64_t)k << NODE_BITS, 1,
 					 "lookup directory disagrees with the tree");
 	return 0;
@@ -194,7 +194,7 @@ static int check_hint(const struct census *c, const struct idr *idr)
 		return 0;
 	if (base & NODE_MASK || tree_leaf_word(idr, base >> NODE_BITS) != leaf)
 		return violation(c, base, 1, "allocation hint names no leaf of the tree");
-	if (idr->idr_hint_full && tree_find_free(idr, idr->idr_base) < base)
+	if (idr->idr_hint_full && tree_find_free(idr, base_index(idr)) < base)
 		return violation(c, base, 1, "allocation hint has a free index below it");
 	return 0;
 }
@@ -202,7 +202,7 @@ static int check_hint(const struct census *c, const struct idr *idr)
 int idr_check(const struct idr *idr)
 {
 	struct census c = { "idr_check", false, idr_kind(idr) == KIND_GEN,
-			    UINT32_MAX, 0, 0, 0 };
+			    UINT32_MAX - idr_origin(idr), 0, 0, 0 };
 	int err = check_tree(&c, idr);
 
 	if (!err && c.nodes != __atomic_load_n(&idr->idr_nodes, __ATOMIC_RELAXED))

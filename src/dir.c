@@ -72,6 +72,15 @@ static uintptr_t base_near(const void *leaf)
 	return (uintptr_t)leaf > half ? (uintptr_t)leaf - half : 0;
 }
 
+/* The leaf-level word directory entry @k stands for: none below the
+ * base's leaf, which the tree does not cover. */
+const void *dir_leaf_word(const struct idr *idr, uint64_t k)
+{
+	uint64_t skip = dir_skip(idr);
+
+	return k < skip ? NULL : tree_leaf_word(idr, k - skip);
+}
+
 static struct leafdir *dir_of(const struct idr *idr)
 {
 	return idr->idr_dir; /* writer side: the writer is the only one to store it */
@@ -87,10 +96,11 @@ size_t dir_memory(const struct idr *idr)
 void leaf_store(struct idr *idr, struct leaf_ref ref, void *word)
 {
 	struct leafdir *d = dir_of(idr);
+	uint64_t k = ref.leaf + dir_skip(idr);
 
 	slot_store(ref.slot, word);
-	if (d && ref.leaf < d->cap)
-		__atomic_store_n(&d->leaf[ref.leaf], dir_entry(d, word), __ATOMIC_RELEASE);
+	if (d && k < d->cap)
+		__atomic_store_n(&d->leaf[k], dir_entry(d, word), __ATOMIC_RELEASE);
 }
 
 /* The capacity a directory must have for the leaf of @index to be in it,
@@ -99,7 +109,7 @@ void leaf_store(struct idr *idr, struct leaf_ref ref, void *word)
 size_t dir_wanted(const struct idr *idr, uint64_t index)
 {
 	const struct leafdir *d = dir_of(idr);
-	uint64_t leaf = index >> NODE_BITS;
+	uint64_t leaf = (index >> NODE_BITS) + dir_skip(idr);
 
 	if (d && leaf < d->cap)
 		return 0;
@@ -172,7 +182,7 @@ void dir_install(struct idr *idr, struct leafdir *dir)
 	for (size_t k = 0; k < from; k++)
 		dir->leaf[k] = old->leaf[k];
 	for (size_t k = from; k < dir->cap; k++) {
-		const void *word = tree_leaf_word(idr, k);
+		const void *word = dir_leaf_word(idr, k);
 		if (!have_base && word && !is_sparse(word)) {
 			dir->base = base_near(word);
 			have_base = true;

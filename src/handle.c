@@ -44,8 +44,9 @@ static struct idr_node *find_leaf(const struct idr *idr, uint64_t id)
 {
 	uintptr_t root = root_load(idr);
 	unsigned h = root_height(root);
+	uint64_t index = id - idr_origin(idr);
 
-	if (!h || id >= span(h))
+	if (id < idr->idr_base || !h || index >= span(h))
 		return NULL;
 	void **slot;
 	switch (dir_lookup(idr, id, &slot)) {
@@ -59,7 +60,7 @@ static struct idr_node *find_leaf(const struct idr *idr, uint64_t id)
 	struct idr_node *node = root_node(root);
 	for (unsigned shift = NODE_BITS * (h - 1); node && shift;
 	     shift -= NODE_BITS)
-		node = slot_load(&node->slots[(id >> shift) & NODE_MASK]);
+		node = slot_load(&node->slots[(index >> shift) & NODE_MASK]);
 	return node;
 }
 

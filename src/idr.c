@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The idr API over the tree.  The tree is keyed by ID itself: the idr's
- * base is only where allocation starts, so that idr_find() has no base to
- * load and subtract (bench/README.md, "random lookup"). */
+/* The idr API over the tree: indices are IDs minus the idr's origin, the
+ * first ID of its base's leaf (internal.h).  The lookup directory is keyed
+ * by ID, so idr_find() has no base to load or subtract (bench/README.md,
+ * "random lookup"). */
 #include <string.h>
 
 #include "internal.h"
@@ -107,22 +108,23 @@ static int alloc_in_tree(struct idr *idr, void *ptr, uint64_t min,
 			 uint64_t max, struct node_pool *fixed, idr_gfp_t gfp,
 			 uint64_t *id)
 {
+	uint64_t origin = idr_origin(idr);
 	struct path p;
 
 	if (min < idr->idr_base)
 		min = idr->idr_base;
 	if (min > max)
 		return -ENOSPC;
-	uint64_t index, start = min;
-	void **slot = hint_claim(idr, start, max, &index);
+	uint64_t index, start = min - origin;
+	void **slot = hint_claim(idr, start, max - origin, &index);
 	if (slot) {
 		/* The commonest case: the last allocation's leaf has room. */
 		publish(idr, slot, index, ptr);
-		*id = index;
+		*id = index + origin;
 		return 0;
 	}
 	index = tree_find_free_path(idr, start, &p);
-	if (index > max)
+	if (index > max - origin)
 		return -ENOSPC;
 	if (p.stop == 1) {
 		/* The common case: a full leaf with room is already there. */
@@ -136,7 +138,7 @@ static int alloc_in_tree(struct idr *idr, void *ptr, uint64_t min,
 		if (slot) /* a full leaf: the next allocation may start there */
 			hint_set(idr, slot, index, start);
 	}
-	*id = index;
+	*id = index + origin;
 	return 0;
 }
 
@@ -199,9 +201,11 @@ int idr_alloc_cyclic(struct idr *idr, void *ptr, int start, int end,
 }
 
 /* @id's index, or INDEX_NONE if no index can hold it. */
-static uint64_t index_of(unsigned long id)
+static uint64_t index_of(const struct idr *idr, unsigned long id)
 {
-	return id > UINT32_MAX ? INDEX_NONE : id;
+	if (id < idr->idr_base || id - idr_origin(idr) > UINT32_MAX)
+		return INDEX_NONE;
+	return id - idr_origin(idr);
 }
 
 /* One level down @index's path, or NULL out of idr_find(). */
@@ -275,12 +279,14 @@ void *idr_find(const struct idr *idr, unsigned long id)
 	case DIR_ASK_TREE:
 		break;
 	}
-	return tree_find(idr, id); /* no directory, or a sparse or far leaf */
+	/* No directory, or a sparse or far leaf.  An ID below the origin
+	 * wraps to an index no tree reaches. */
+	return tree_find(idr, id - idr_origin(idr));
 }
 
 void *idr_remove(struct idr *idr, unsigned long id)
 {
-	uint64_t index = index_of(id);
+	uint64_t index = index_of(idr, id);
 	void *old = NULL;
 
 	writer_enter(idr, "idr_remove");
@@ -292,7 +298,7 @@ void *idr_remove(struct idr *idr, unsigned long id)
 
 void *idr_replace(struct idr *idr, void *ptr, unsigned long id)
 {
-	uint64_t index = index_of(id);
+	uint64_t index = index_of(idr, id);
 	void *old = NULL;
 
 	writer_enter(idr, "idr_replace");
@@ -304,25 +310,28 @@ void *idr_replace(struct idr *idr, void *ptr, unsigned long id)
 void *idr_get_next(const struct idr *idr, int *nextid)
 {
 	void *entry = NULL;
+	uint64_t origin = idr_origin(idr);
 
 	if (*nextid < 0)
 		return NULL;
-	uint64_t index = tree_next_entry(idr, (uint64_t)*nextid, INT_MAX, &entry);
+	uint64_t start = (uint64_t)*nextid < origin ? 0 : (uint64_t)*nextid - origin;
+	uint64_t index = tree_next_entry(idr, start, INT_MAX - origin, &entry);
 	if (index == INDEX_NONE)
 		return NULL;
-	*nextid = (int)index;
+	*nextid = (int)(index + origin);
 	return entry;
 }
 
 int idr_for_each(const struct idr *idr, int (*fn)(int id, void *p, void *data),
 		 void *data)
 {
+	uint64_t origin = idr_origin(idr);
 	void *entry;
 
 	for (uint64_t index = 0;
-	     (index = tree_next_entry(idr, index, INT_MAX, &entry)) != INDEX_NONE;
+	     (index = tree_next_entry(idr, index, INT_MAX - origin, &entry)) != INDEX_NONE;
 	     index++) {
-		int ret = fn((int)index, entry, data);
+		int ret = fn((int)(index + origin), entry, data);
 		if (ret)
 			return ret;
 	}

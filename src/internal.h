@@ -101,6 +101,27 @@ static inline void slot_store(void **p, void *v)
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
+/*
+ * Where indices count from: the first ID of the leaf the base is in.  The
+ * tree then keeps no levels for the IDs below the base, and an ID's offset
+ * in its leaf is its own low bits, so the lookup directory can be keyed by
+ * ID (idr_find() loads no base).  Directory entry k is the leaf of IDs
+ * [64k, 64k + 64): tree leaf k - dir_skip().
+ */
+static inline uint64_t idr_origin(const struct idr *idr)
+{
+	return idr->idr_base & ~(uint64_t)NODE_MASK;
+}
+static inline uint64_t dir_skip(const struct idr *idr)
+{
+	return idr_origin(idr) >> NODE_BITS;
+}
+/* The base's index: dense allocation starts there. */
+static inline uint64_t base_index(const struct idr *idr)
+{
+	return idr->idr_base & NODE_MASK;
+}
+
 static inline uintptr_t root_load(const struct idr *idr)
 {
 	return (uintptr_t)__atomic_load_n(&idr->idr_root, __ATOMIC_ACQUIRE);
@@ -159,13 +180,13 @@ static inline struct idr_node *slot_leaf(void **slot, uint64_t index)
 	return (struct idr_node *)(void *)(slot - (index & NODE_MASK));
 }
 
-/* What the directory says about @index's leaf (reader-safe): a full leaf,
- * and @index's slot in it (in *@slot); none; or nothing it can tell. */
-static inline enum dir_answer dir_lookup(const struct idr *idr, uint64_t index,
+/* What the directory says about the leaf of ID @id (reader-safe): a full
+ * leaf, and @id's slot in it (in *@slot); none; or nothing it can tell. */
+static inline enum dir_answer dir_lookup(const struct idr *idr, uint64_t id,
 					 void ***slot)
 {
 	const struct leafdir *d = dir_load(idr);
-	uint64_t k = index >> NODE_BITS;
+	uint64_t k = id >> NODE_BITS;
 
 	if (__builtin_expect(!d || k >= d->cap, 0))
 		return DIR_ASK_TREE;
@@ -175,7 +196,7 @@ static inline enum dir_answer dir_lookup(const struct idr *idr, uint64_t index,
 	if (__builtin_expect(e < DIR_TREE, 1)) {
 		/* One sum, scaled by the load: not leaf + offset, which gcc
 		 * builds with a shift and a lea more. */
-		uintptr_t word = (uintptr_t)e + (index & NODE_MASK);
+		uintptr_t word = (uintptr_t)e + (id & NODE_MASK);
 		*slot = (void **)(d->base + word * DIR_UNIT);
 		return DIR_LEAF;
 	}
@@ -329,6 +350,7 @@ IDR_HIDDEN void dir_settle(struct idr *idr);
 IDR_HIDDEN size_t dir_bytes(size_t cap);
 IDR_HIDDEN size_t dir_memory(const struct idr *idr);
 IDR_HIDDEN uint32_t dir_entry(const struct leafdir *d, const void *word);
+IDR_HIDDEN const void *dir_leaf_word(const struct idr *idr, uint64_t k);
 
 /* sparse.c: a leaf-level word that is_sparse(); @ref is where it lives */
 IDR_HIDDEN bool sparse_allowed(const struct idr *idr);

@@ -4,8 +4,8 @@
  * bitmap of the slots below which a free index remains, so the lowest free
  * index at or above any start is found by following set bits: O(log64 N).
  *
- * Indices here are IDs (an idr's base only bounds its allocations; the ida
- * has none).  The height of the tree travels
+ * Indices here are IDs minus the idr's origin, the first ID of its base's
+ * leaf (internal.h; the ida's is 0).  The height of the tree travels
  * in the low bits of the root word, so a lockless reader gets the root and
  * the height it belongs to from one load.  Writers publish every pointer with
  * a release store only after the node it points to is fully initialized;
@@ -158,7 +158,7 @@ static bool starts_sparse(const struct idr *idr, uint64_t index,
 			  unsigned height, bool sparse_ok)
 {
 	return sparse_ok && height > 1 && (index & NODE_MASK) &&
-	       index != idr->idr_base;
+	       index != base_index(idr);
 }
 
 /* A new path of @levels levels down to @index's leaf (the leaf included). */
@@ -289,8 +289,8 @@ void **tree_insert_found(struct path *p, uint64_t index)
 /*
  * The allocation hint: the full leaf where the last allocation went
  * (idr_hint, first index idr_hint_base), and whether every index from the
- * idr's base up to it is taken (idr_hint_full, known when that search
- * started at the base).  While its
+ * base's up to it is taken (idr_hint_full, known when that search started
+ * there).  While its
  * leaf has room, the next lowest-free search needs no walk: dense
  * allocation goes from 4 dependent steps per ID to one (make bench, "dense
  * alloc").  It is dropped when that leaf fills, and by any removal in it
@@ -301,7 +301,7 @@ void hint_set(struct idr *idr, void **slot, uint64_t index, uint64_t start)
 {
 	idr->idr_hint = slot_leaf(slot, index);
 	idr->idr_hint_base = (unsigned)(index & ~(uint64_t)NODE_MASK);
-	idr->idr_hint_full = start <= idr->idr_base;
+	idr->idr_hint_full = start <= base_index(idr);
 }
 
 /* A removal in the hint leaf may change or free the leaf: drop the hint.
@@ -632,7 +632,7 @@ static enum take take_in_leaf(struct idr *idr, uint64_t index, void **old)
 {
 	void **slot;
 
-	if (dir_lookup(idr, index, &slot) != DIR_LEAF)
+	if (dir_lookup(idr, index + idr_origin(idr), &slot) != DIR_LEAF)
 		return NEEDS_WALK;
 	struct idr_node *leaf = slot_leaf(slot, index);
 	unsigned off = (unsigned)(index & NODE_MASK);

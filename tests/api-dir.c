@@ -207,6 +207,43 @@ TEST(nowait_allocations_get_a_directory_through_preload)
 	CHECK_EQ(tu_settled_live(), 0);
 }
 
+/* The directory is keyed by ID: with a base past the first leaf, its
+ * entries below the base's leaf say "no leaf" and the rest show the tree
+ * (idr_check() compares every one), through removals and re-allocation. */
+TEST(a_directory_under_a_high_base_is_keyed_by_id)
+{
+	static bool present[N];
+	const int base = 1000; /* its leaf is the 16th: IDs 960..1023 */
+	struct idr idr;
+
+	idr_init_base(&idr, base);
+	for (long i = 0; i < N; i++) {
+		CHECK_EQ(idr_alloc(&idr, &objs[i], 0, 0, IDR_GFP_KERNEL), base + i);
+		present[i] = true;
+	}
+	CHECK(has_dir(&idr));
+	CHECK_EQ(idr_check(&idr), 0);
+	const struct leafdir *d = dir_load(&idr);
+	for (size_t k = 0; k < base / 64; k++)
+		CHECK_EQ(d->leaf[k], DIR_NONE);
+	for (size_t k = base / 64; k <= (base + N - 1) / 64; k++)
+		CHECK(d->leaf[k] != DIR_NONE && d->leaf[k] != DIR_TREE);
+	CHECK(lookups_match(&idr, present, N, base));
+	for (long i = 0; i < N; i += 3) {
+		CHECK(idr_remove(&idr, (unsigned long)(base + i)) == &objs[i]);
+		present[i] = false;
+	}
+	CHECK_EQ(idr_check(&idr), 0);
+	CHECK(lookups_match(&idr, present, N, base));
+	CHECK_EQ(idr_alloc(&idr, &objs[0], 0, 0, IDR_GFP_KERNEL), base);
+	CHECK_EQ(idr_alloc(&idr, &objs[3], 0, 0, IDR_GFP_KERNEL), base + 3);
+	present[0] = present[3] = true;
+	CHECK_EQ(idr_check(&idr), 0);
+	CHECK(lookups_match(&idr, present, N, base));
+	idr_destroy(&idr);
+	CHECK_EQ(tu_settled_live(), 0);
+}
+
 /* 32-bit entries: 8-byte words from base; anything else asks the tree. */
 TEST(directory_entries_encode_exactly_the_window)
 {

@@ -257,33 +257,35 @@ TEST(old_api_reserve_builds_full_leaves_only)
 	idr_destroy(&idr);
 }
 
-/* The tree is keyed by ID (docs/design.md): a base of 64 or more puts
- * interior nodes over the first IDs, and the leaf at the base starts full,
- * as dense allocation from the base will fill it; no form changes on the
- * way. */
-TEST(dense_allocation_from_a_base_fills_a_full_leaf)
+/* Indices count from the base's leaf (docs/design.md): a base costs the
+ * tree no levels, and the leaf at the base starts full, as dense
+ * allocation from the base will fill it, even under interior nodes that an
+ * ID far above put there first. */
+TEST(a_base_costs_no_levels_and_its_leaf_starts_full)
 {
-	static const struct {
-		int base;
-		int nodes;
-	} c[] = {
-		{ 1, 1 },       /* the root is the leaf */
-		{ 100, 2 },     /* a root over leaf 1 */
-		{ 1 << 20, 4 }, /* three levels over leaf 2^14 */
-	};
+	static const int bases[] = { 1, 100, 1 << 20 };
 
-	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+	for (size_t i = 0; i < sizeof(bases) / sizeof(bases[0]); i++) {
+		int base = bases[i], last = base | 63;
 		struct idr idr;
-		int last = c[i].base | 63;
 
-		idr_init_base(&idr, c[i].base);
-		for (int id = c[i].base; id <= last; id++) {
+		idr_init_base(&idr, base);
+		CHECK_EQ(idr_alloc(&idr, P(0), 0, 0, IDR_GFP_KERNEL), base);
+		MEM(&idr, 1, 0); /* the root is the leaf */
+		idr_destroy(&idr);
+
+		idr_init_base(&idr, base);
+		CHECK_EQ(idr_alloc(&idr, P(64), base + 100000, 0, IDR_GFP_KERNEL),
+			 base + 100000);
+		MEM(&idr, 2, 0); /* a root over a node over a singleton */
+		for (int id = base; id <= last; id++) {
 			CHECK_EQ(idr_alloc(&idr, P(id & 63), 0, 0, IDR_GFP_KERNEL), id);
-			MEM(&idr, c[i].nodes, 0);
+			MEM(&idr, 4, 0); /* and a node over one full leaf */
 		}
-		for (int id = c[i].base; id <= last; id++)
+		for (int id = base; id <= last; id++)
 			CHECK(idr_find(&idr, (unsigned long)id) == P(id & 63));
-		CHECK(idr_find(&idr, (unsigned long)c[i].base - 1) == NULL);
+		CHECK(idr_find(&idr, (unsigned long)base - 1) == NULL);
+		CHECK(idr_find(&idr, (unsigned long)base + 100000) == P(64));
 		CHECK_EQ(idr_check(&idr), 0);
 		idr_destroy(&idr);
 	}

@@ -164,12 +164,12 @@ TEST(every_allocation_failure_leaves_idr_unchanged)
 		{ 0, one_id, alloc_u32_top, 1, 9 },
 		{ 0, spread, alloc_far, (1 << 20), 3 },
 		{ 0, spread, alloc_cyclic_wrap, 1 << 23, 3 },
-		/* base 1: the tree is keyed by ID, so 2^20 starts its leaf:
-		 * 3 levels and a full leaf, as with base 0 */
+		/* base 1: indices count from 0, so 2^20 starts its leaf: 3
+		 * levels and a full leaf, as with base 0 */
 		{ 1, NULL, alloc_far, 1 << 20, 4 },
-		/* base 100: dense allocation starts at the base, so its leaf
-		 * is full from the start: a root and the leaf */
-		{ 100, NULL, alloc_low, 100, 2 },
+		/* base 100: indices count from 64, so the first ID is in a
+		 * root leaf */
+		{ 100, NULL, alloc_low, 100, 1 },
 		{ 1, one_id, alloc_u32_top, 1, 9 },
 		/* a leaf, its parent, and a lookup directory twice as large */
 		{ 0, fill_dir, alloc_low, DIR_FULL_LEAVES * 64, 3 },
