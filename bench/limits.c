@@ -11,9 +11,9 @@
  * The directory steps use a copy of libidr's directory shape (32-bit
  * entries counting 8-byte words from a base, 64 slots a leaf) over leaves
  * of their own, so that only the lookup code differs between steps.  Keys
- * are IDs, as libidr's directory's are.  The last two steps use a variant with no
- * base to load: entries count 8-byte words from the directory itself.
- * libidr cannot use it (below, and bench/README.md).
+ * are IDs, as libidr's directory's are.  The last two steps use a variant
+ * with no base to load: entries count 8-byte words from the directory
+ * itself.  libidr cannot use it (below, and bench/README.md).
  */
 #include <stdbool.h>
 #include <stdio.h>
