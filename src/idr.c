@@ -325,11 +325,11 @@ void *idr_get_next(const struct idr *idr, int *nextid)
 int idr_for_each(const struct idr *idr, int (*fn)(int id, void *p, void *data),
 		 void *data)
 {
-	uint64_t origin = idr_origin(idr);
+	uint64_t origin = idr_origin(idr), last = INT_MAX - origin;
 	void *entry;
 
 	for (uint64_t index = 0;
-	     (index = tree_next_entry(idr, index, INT_MAX - origin, &entry)) != INDEX_NONE;
+	     (index = tree_next_entry(idr, index, last, &entry)) != INDEX_NONE;
 	     index++) {
 		int ret = fn((int)(index + origin), entry, data);
 		if (ret)
