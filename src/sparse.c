@@ -14,12 +14,12 @@
  *
  * A leaf changes form as it fills and empties.  New leaves whose first ID is
  * neither their offset 0 nor the idr's base start sparse: dense allocation
- * always enters a new leaf there, so it builds full leaves from the start.  A compact leaf
- * becomes a full leaf at its (CLEAF_CAP+1)-th entry; a full leaf becomes
- * compact again when removals leave it CLEAF_CAP entries or fewer, and a
- * compact leaf with one entry becomes a singleton.  Those removal-time
- * changes are economies, not duties: if the allocator fails, the leaf
- * simply keeps its form.
+ * always enters a new leaf there, so it builds full leaves from the start.
+ * A compact leaf becomes a full leaf at its (CLEAF_CAP+1)-th entry; a full
+ * leaf becomes compact again when removals leave it CLEAF_CAP entries or
+ * fewer, and a compact leaf with one entry becomes a singleton.  Those
+ * removal-time changes are economies, not duties: if the allocator fails,
+ * the leaf simply keeps its form.
  *
  * Lockless readers and the lanes: a writer fills a lane's pointer before it
  * publishes the lane's offset (release), and empties the offset before the
