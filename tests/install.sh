@@ -76,10 +76,12 @@ else
 	ko static_link_through_pkg_config "build or run failed"
 fi
 
-# Every function the header documents ("name - summary" in a /** block)
-# has a page, its own or a .so link to the page that covers it.
+# The functions the header documents: "name - summary" in a /** block.
+documented=$(sed -n 's/^ \* \(id[ar]_[a-z_0-9]*\) - .*/\1/p' include/idr.h)
+
+# Each has a page, its own or a .so link to the page that covers it.
 missing=""
-for f in $(sed -n 's/^ \* \(id[ar]_[a-z_0-9]*\) - .*/\1/p' include/idr.h); do
+for f in $documented; do
 	[ -f "$P/share/man/man3/$f.3" ] || missing="$missing $f"
 done
 if [ -z "$missing" ]; then ok every_documented_function_has_a_man_page
@@ -90,7 +92,7 @@ else ko every_documented_function_has_a_man_page "no page for:$missing"; fi
 exported=$(nm -D --defined-only "$P/lib/libidr.so.0" | awk '{ print $3 }')
 stray=$(printf '%s\n' "$exported" | grep -v '^id[ar]_')
 absent=""
-for f in $(sed -n 's/^ \* \(id[ar]_[a-z_0-9]*\) - .*/\1/p' include/idr.h); do
+for f in $documented; do
 	printf '%s\n' "$exported" | grep -qx "$f" || absent="$absent $f"
 done
 if [ -n "$exported" ] && [ -z "$stray" ] && [ -z "$absent" ]; then
