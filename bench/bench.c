@@ -962,7 +962,7 @@ int main(int argc, char **argv)
 	/* The target allows the seed pattern 0.5x plain on top of the
 	 * allocation; this row shows what the lock alone takes of that. */
 	emit("| idr_lock + idr_unlock alone, no allocation | %.2f (%.2fx plain) |\n", seed[4],
-	     seed[4] / seed[0]);
+	     median_ratio(v3[4], v3[0], repeats));
 
 	/* [lookups per section: 1, 16][writer mode] */
 	struct scaling rs[2][2];
