@@ -11,9 +11,11 @@
  * The directory steps use a copy of libidr's directory shape (32-bit
  * entries counting 8-byte words from a base, 64 slots a leaf) over leaves
  * of their own, so that only the lookup code differs between steps.  Keys
- * are IDs, as libidr's directory's are.  The last two steps use a variant
- * with no base to load: entries count 8-byte words from the directory
- * itself.  libidr cannot use it (below, and bench/README.md).
+ * are IDs, as libidr's directory's are.  Two steps use a variant with no
+ * base to load: entries count 8-byte words from the directory itself.
+ * libidr cannot use it (below, and bench/README.md).  The last two use a
+ * shape libidr does not have: blocks of leaves laid end to end, found
+ * through a directory small enough to stay in L1.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -38,6 +40,7 @@ struct table {
 	const struct dir *dir;
 	const struct array *array;
 	const struct rdir *rdir;
+	const struct blocks *blocks[2]; /* leaf stride 512, 536 */
 };
 
 /* Entries are signed distances from the directory in 8-byte words. */
@@ -50,6 +53,17 @@ struct rdir {
 struct array {
 	size_t cap;
 	void *slot[];
+};
+
+/* Blocks of BLOCK_LEAVES leaves laid end to end, each leaf @stride bytes:
+ * 512 when a leaf is its slots alone, 536 when it carries its free bitmap
+ * and RCU head after them, as libidr's nodes do.  At 1M IDs the directory
+ * of block pointers is 4 KiB. */
+#define BLOCK_LEAVES 32
+#define BLOCK_IDS (BLOCK_LEAVES * LEAF_SLOTS)
+struct blocks {
+	size_t cap;
+	char *block[];
 };
 
 static void *slot_of(uintptr_t base, uint32_t e, uint64_t index)
@@ -118,6 +132,28 @@ __attribute__((noinline)) static void *rdir_floor_call(const struct table *t, ui
 	return rdir_slot(d, __atomic_load_n(d->leaf + id / LEAF_SLOTS, __ATOMIC_ACQUIRE), id);
 }
 
+/* A block's slot, every test kept: the directory, its bounds, the block. */
+#define BLOCK_FIND(name, which, stride)                                           \
+	__attribute__((noinline)) static void *name(const struct table *t, uint64_t id) \
+	{                                                                         \
+		const struct blocks *b = __atomic_load_n(&t->blocks[which], __ATOMIC_ACQUIRE); \
+		uint64_t k = id / BLOCK_IDS;                                      \
+		const char *blk;                                                  \
+                                                                                  \
+		if (__builtin_expect(!b || k >= b->cap, 0))                       \
+			return NULL;                                              \
+		blk = __atomic_load_n(b->block + k, __ATOMIC_ACQUIRE);            \
+		if (__builtin_expect(!blk, 0))                                    \
+			return NULL;                                              \
+		/* Bare leaves make a block one array: an AND, no multiply. */   \
+		if ((stride) == LEAF_SLOTS * sizeof(void *))                      \
+			return __atomic_load_n((void **)blk + id % BLOCK_IDS, __ATOMIC_ACQUIRE); \
+		blk += id / LEAF_SLOTS % BLOCK_LEAVES * (stride);                 \
+		return __atomic_load_n((void **)blk + id % LEAF_SLOTS, __ATOMIC_ACQUIRE); \
+	}
+BLOCK_FIND(block512_find_call, 0, 512)
+BLOCK_FIND(block536_find_call, 1, 536)
+
 __attribute__((noinline)) static void *flat_find_call(void *const *slot, size_t cap, uint64_t id)
 {
 	return id < cap ? slot[id] : NULL;
@@ -134,6 +170,8 @@ enum step {
 	IDR_FIND,
 	RDIR_CALLED,
 	RDIR_FLOOR,
+	BLOCKS_512,
+	BLOCKS_536,
 	STEPS
 };
 
@@ -148,6 +186,8 @@ static const char *const step_name[STEPS] = {
 	"idr_find",
 	"directory with no base to load (entries relative to itself), called",
 	"the same, with no tests: 3 loads, not a correct lookup",
+	"blocks of 32 leaves of bare slots end to end, 4 KiB directory, called",
+	"the same with libidr's 536-byte leaves, bitmap and RCU head after the slots",
 };
 
 struct setup {
@@ -222,6 +262,12 @@ static uint64_t run_step(const struct setup *s, enum step step)
 	case RDIR_FLOOR:
 		EACH_KEY(rdir_floor_call);
 		break;
+	case BLOCKS_512:
+		EACH_KEY(block512_find_call);
+		break;
+	case BLOCKS_536:
+		EACH_KEY(block536_find_call);
+		break;
 	case STEPS:
 		break;
 	}
@@ -268,6 +314,25 @@ static struct rdir *build_rdir(void ***leaves, long nleaves)
 		d->leaf[l] = (int32_t)words;
 	}
 	return d;
+}
+
+/* The same objects in blocks of leaves @stride bytes apart. */
+static struct blocks *build_blocks(void **obj_of, long n, size_t stride)
+{
+	long nblocks = (n + BLOCK_IDS - 1) / BLOCK_IDS;
+	struct blocks *b = malloc(sizeof(*b) + (size_t)nblocks * sizeof(char *));
+
+	if (!b)
+		return NULL;
+	b->cap = (size_t)nblocks;
+	for (long k = 0; k < nblocks; k++)
+		if (!(b->block[k] = calloc(BLOCK_LEAVES, stride)))
+			return NULL;
+	for (long i = 0; i < n; i++) {
+		char *leaf = b->block[i / BLOCK_IDS] + (size_t)(i / LEAF_SLOTS % BLOCK_LEAVES) * stride;
+		((void **)leaf)[i % LEAF_SLOTS] = obj_of[i];
+	}
+	return b;
 }
 
 int main(int argc, char **argv)
@@ -320,7 +385,12 @@ int main(int argc, char **argv)
 		key[j] = k;
 	}
 	static struct table table;
-	table = (struct table){ .dir = d, .array = array, .rdir = rd };
+	table = (struct table){ .dir = d, .array = array, .rdir = rd,
+				.blocks = { build_blocks(flat, n, 512), build_blocks(flat, n, 536) } };
+	if (!table.blocks[0] || !table.blocks[1]) {
+		fprintf(stderr, "limits: out of memory\n");
+		return 1;
+	}
 	/* Keep the compiler from folding the table's fields into the loops. */
 	const struct table *t = &table;
 	__asm__ volatile("" : "+r"(t) : : "memory");
