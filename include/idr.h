@@ -112,10 +112,10 @@ void idr_init(struct idr *idr);
  * idr_init_base - initialize an empty idr whose lowest ID is @base.
  * @base: lowest ID handed out (e.g. 1 so that 0 can mean "none"); >= 0.
  *        A negative base is treated as 0.
- * IDs below @base cost no nodes.  Once the idr is large, its lookup
- * directory spans them too, at 4 bytes per 64 IDs below @base; it is built
- * only while that stays under 1/32 of the tree, so with a base of 2^24 or
- * more for a million IDs, lookups walk the tree (about twice as slow).
+ * IDs below @base cost no nodes.  Once the idr is large, its fastest
+ * lookup directory spans them too, at 4 bytes per 64 IDs below @base;
+ * until then (for ever, with a base of 2^24 or more and a million IDs) a
+ * directory over the IDs in use serves lookups, about 1.7x slower.
  * Context: any; the idr must not be in use.  Does not allocate.
  */
 void idr_init_base(struct idr *idr, int base);

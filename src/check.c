@@ -176,9 +176,12 @@ static int check_dir(const struct census *c, const struct idr *idr)
 	if (root_height(root_load(idr)) < 2)
 		return violation(c, 0, root_height(root_load(idr)),
 				 "lookup directory on a tree without interior levels");
-	for (size_t k = 0; k < d->cap; k++)
-		if (d->leaf[k] != dir_entry(d, dir_leaf_word(idr, k)))
-			return violation(c, (uint64_t)k << NODE_BITS, 1,
+	if (d->keyed != (d->first ? 0 : d->cap))
+		return violation(c, d->first << NODE_BITS, 1,
+				 "lookup directory is neither keyed nor a span");
+	for (size_t j = 0; j < d->cap; j++)
+		if (d->leaf[j] != dir_entry(d, dir_leaf_word(idr, d->first + j)))
+			return violation(c, (d->first + j) << NODE_BITS, 1,
 					 "lookup directory disagrees with the tree");
 	return 0;
 }

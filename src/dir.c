@@ -20,6 +20,12 @@
  * that window (or a sparse word) gets DIR_TREE, and its lookups walk the
  * tree: slower, never wrong.
  *
+ * Why two kinds: a keyed directory (entry k for IDs [64k, 64k + 64)) lets
+ * idr_find() index it by ID >> 6 with nothing to subtract, but it spans
+ * from ID 0.  IDs that sit far above 0 would make it mostly "no leaf", so
+ * while a keyed one is not affordable they get a span directory, from the
+ * lowest leaf, which idr_find() reaches out of line (dir_lookup_span()).
+ *
  * Why it is optional: it costs 4 bytes per 64 IDs of the range it covers,
  * whether or not they are allocated.  It is built and grown only while it
  * stays under 1/DIR_BUILD_RATIO of the tree's memory, and dropped when
@@ -86,6 +92,16 @@ static struct leafdir *dir_of(const struct idr *idr)
 	return idr->idr_dir; /* writer side: the writer is the only one to store it */
 }
 
+enum dir_answer dir_lookup_span(const struct idr *idr, uint64_t id, void ***slot)
+{
+	const struct leafdir *d = dir_load(idr);
+
+	if (!d || !d->first)
+		return DIR_ASK_TREE; /* a keyed one has already answered */
+	uint64_t j = (id >> NODE_BITS) - d->first;
+	return j < d->cap ? dir_answer(d, j, id, slot) : DIR_ASK_TREE;
+}
+
 size_t dir_memory(const struct idr *idr)
 {
 	const struct leafdir *d = dir_load(idr);
@@ -96,35 +112,63 @@ size_t dir_memory(const struct idr *idr)
 void leaf_store(struct idr *idr, struct leaf_ref ref, void *word)
 {
 	struct leafdir *d = dir_of(idr);
-	uint64_t k = ref.leaf + dir_skip(idr);
 
 	slot_store(ref.slot, word);
-	if (d && k < d->cap)
-		__atomic_store_n(&d->leaf[k], dir_entry(d, word), __ATOMIC_RELEASE);
+	if (!d)
+		return;
+	uint64_t j = ref.leaf + dir_skip(idr) - d->first; /* wraps below first */
+	if (j < d->cap)
+		__atomic_store_n(&d->leaf[j], dir_entry(d, word), __ATOMIC_RELEASE);
 }
 
-/* The capacity a directory must have for the leaf of @index to be in it,
- * or 0 if the present one covers it or a big enough one would cost too
- * much beside the tree. */
-size_t dir_wanted(const struct idr *idr, uint64_t index)
+/* Entries for at least @need, growing from @had: double while small (few
+ * copies), then by a quarter, so the copying stays linear either way and a
+ * large dense idr carries under 25% slack (doubling all the way left 0.105
+ * B/ID unused at 10M IDs).  In steps of DIR_MIN_CAP. */
+static uint64_t dir_grown(uint64_t had, uint64_t need)
+{
+	uint64_t cap = !had ? DIR_MIN_CAP :
+		       had < DIR_DOUBLE_BELOW ? had * 2 : had + had / 4;
+
+	if (cap < need)
+		cap = need;
+	return (cap + DIR_MIN_CAP - 1) / DIR_MIN_CAP * DIR_MIN_CAP;
+}
+
+static bool dir_affordable(const struct idr *idr, uint64_t cap)
+{
+	return cap <= SIZE_MAX / sizeof(uint32_t) &&
+	       dir_bytes((size_t)cap) <= tree_memory(idr) / DIR_BUILD_RATIO;
+}
+
+/* The entries a directory must have for the leaf of @index to be in it,
+ * and in *@first the leaf of its entry 0; or 0 if the present one covers
+ * it or one that does would cost too much beside the tree.  Keyed from ID
+ * 0 when that is affordable (idr_find()'s fast path); else a span from the
+ * lowest leaf, so that an idr whose IDs sit far above 0 still has one. */
+size_t dir_wanted(const struct idr *idr, uint64_t index, uint64_t *first)
 {
 	const struct leafdir *d = dir_of(idr);
 	uint64_t leaf = (index >> NODE_BITS) + dir_skip(idr);
+	uint64_t end = d ? d->first + d->cap : 0; /* past the last leaf covered */
 
-	if (d && leaf < d->cap)
+	if (d && leaf - d->first < d->cap)
 		return 0;
-	/* Double while small (few copies), then grow by a quarter: the
-	 * copying stays linear either way, and a large dense idr carries
-	 * under 25% slack (doubling all the way left 0.105 B/ID unused at 10M
-	 * IDs).  At least to @leaf, in steps of DIR_MIN_CAP. */
-	uint64_t cap = !d ? DIR_MIN_CAP :
-		       d->cap < DIR_DOUBLE_BELOW ? d->cap * 2 : d->cap + d->cap / 4;
-	if (cap <= leaf)
-		cap = leaf + 1;
-	cap = (cap + DIR_MIN_CAP - 1) / DIR_MIN_CAP * DIR_MIN_CAP;
-	if (cap > SIZE_MAX / sizeof(uint32_t) ||
-	    dir_bytes((size_t)cap) > tree_memory(idr) / DIR_BUILD_RATIO)
+	if (end <= leaf)
+		end = leaf + 1;
+	uint64_t cap = dir_grown(d && !d->first ? d->cap : 0, end);
+	if (dir_affordable(idr, cap)) {
+		*first = 0;
+		return (size_t)cap;
+	}
+	uint64_t low = tree_lowest_leaf(idr) + dir_skip(idr);
+	if (leaf < low)
+		low = leaf;
+	low &= ~(uint64_t)(DIR_MIN_CAP - 1);
+	cap = dir_grown(d && d->first ? d->cap : 0, end - low);
+	if (!low || !dir_affordable(idr, cap))
 		return 0;
+	*first = low;
 	return (size_t)cap;
 }
 
@@ -166,28 +210,33 @@ static void dir_retire(struct idr *idr, struct leafdir *d)
 		call_rcu(&d->rcu, free_dir_rcu);
 }
 
-/* Fill @dir from the tree (the entries the old directory has are already
- * in step), publish it, and retire the old one. */
-void dir_install(struct idr *idr, struct leafdir *dir)
+/* Fill @dir, entry 0 standing for leaf @first, from the tree (the entries
+ * the old directory has are already in step), publish it, and retire the
+ * old one. */
+void dir_install(struct idr *idr, struct leafdir *dir, uint64_t first)
 {
 	struct leafdir *old = dir_of(idr);
-	size_t from = old ? old->cap : 0;
 
 	if (root_height(root_load(idr)) < 2) {
 		dir_discard(dir);
 		return;
 	}
+	dir->first = first;
+	dir->keyed = first ? 0 : dir->cap;
 	bool have_base = old != NULL;
 	dir->base = old ? old->base : 0;
-	for (size_t k = 0; k < from; k++)
-		dir->leaf[k] = old->leaf[k];
-	for (size_t k = from; k < dir->cap; k++) {
+	for (size_t j = 0; j < dir->cap; j++) {
+		uint64_t k = first + j, in_old = old ? k - old->first : UINT64_MAX;
+		if (old && in_old < old->cap) {
+			dir->leaf[j] = old->leaf[in_old];
+			continue;
+		}
 		const void *word = dir_leaf_word(idr, k);
 		if (!have_base && word && !is_sparse(word)) {
 			dir->base = base_near(word);
 			have_base = true;
 		}
-		dir->leaf[k] = dir_entry(dir, word);
+		dir->leaf[j] = dir_entry(dir, word);
 	}
 	__atomic_store_n(&idr->idr_dir, dir, __ATOMIC_RELEASE);
 	if (old)

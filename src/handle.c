@@ -49,7 +49,7 @@ static struct idr_node *find_leaf(const struct idr *idr, uint64_t id)
 	if (id < idr->idr_base || !h || index >= span(h))
 		return NULL;
 	void **slot;
-	switch (dir_lookup(idr, id, &slot)) {
+	switch (dir_lookup_any(idr, id, &slot)) {
 	case DIR_LEAF:
 		return slot_leaf(slot, id);
 	case DIR_NO_LEAF:

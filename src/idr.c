@@ -68,7 +68,8 @@ static int alloc_slow(struct idr *idr, void *ptr, uint64_t index,
 	 * no directory (its callers allocate under their lock). */
 	bool sparse_ok = !fixed && sparse_allowed(idr);
 	struct insert_need need = tree_needs(idr, index, ptr, sparse_ok);
-	size_t dir_cap = fixed ? 0 : dir_wanted(idr, index);
+	uint64_t dir_first = 0;
+	size_t dir_cap = fixed ? 0 : dir_wanted(idr, index, &dir_first);
 	struct leafdir *dir = NULL;
 
 	if (fixed && need.full > fixed->count)
@@ -94,7 +95,7 @@ static int alloc_slow(struct idr *idr, void *ptr, uint64_t index,
 		*slot = tree_insert(idr, index, pool, ptr, true, sparse_ok);
 	}
 	if (dir)
-		dir_install(idr, dir);
+		dir_install(idr, dir, dir_first);
 	return 0;
 }
 
@@ -263,10 +264,27 @@ __attribute__((noinline)) static void *tree_find(const struct idr *idr, uint64_t
 	}
 }
 
-/* Through the directory when it covers @id (see dir.c), else down the
- * tree.  The directory path is all this function does itself, so that it
- * needs no stack frame and no register copies (15 instructions):
- * random lookups are bound by how much work each carries (bench/README.md). */
+/* Where a keyed directory does not answer: a span directory, else the
+ * tree.  An ID below the origin wraps to an index no tree reaches. */
+__attribute__((noinline)) static void *find_slow(const struct idr *idr, uint64_t id)
+{
+	void **slot;
+
+	switch (dir_lookup_span(idr, id, &slot)) {
+	case DIR_LEAF:
+		return slot_load(slot);
+	case DIR_NO_LEAF:
+		return NULL;
+	case DIR_ASK_TREE:
+		break;
+	}
+	return tree_find(idr, id - idr_origin(idr));
+}
+
+/* Through the keyed directory when it covers @id (see dir.c), else the slow
+ * way.  The keyed path is all this function does itself, so that it needs
+ * no stack frame and no register copies (15 instructions): random lookups
+ * are bound by how much work each carries (bench/README.md). */
 void *idr_find(const struct idr *idr, unsigned long id)
 {
 	void **slot;
@@ -279,9 +297,7 @@ void *idr_find(const struct idr *idr, unsigned long id)
 	case DIR_ASK_TREE:
 		break;
 	}
-	/* No directory, or a sparse or far leaf.  An ID below the origin
-	 * wraps to an index no tree reaches. */
-	return tree_find(idr, id - idr_origin(idr));
+	return find_slow(idr, id);
 }
 
 void *idr_remove(struct idr *idr, unsigned long id)

@@ -143,11 +143,16 @@ static inline uint64_t span(unsigned height)
 #define INDEX_NONE UINT64_MAX
 
 /*
- * The lookup directory (src/dir.c): for a dense idr, where each leaf k < cap
- * (indices [64k, 64k + 64)) is, so idr_find() takes two dependent loads
- * where the tree takes one per level.  It is a copy the writer keeps in
- * step with the tree; present only at height 2 or more, and only while it
- * is small beside the tree.  An entry is 32 bits: DIR_NONE (no leaf),
+ * The lookup directory (src/dir.c): for a dense idr, where each leaf is, so
+ * idr_find() takes two dependent loads where the tree takes one per level.
+ * Entry j stands for the leaf of IDs [64(first + j), 64(first + j) + 64).
+ * A keyed directory starts at ID 0 (first == 0, keyed == cap), so
+ * idr_find() indexes it by ID >> 6 with no subtraction; a span directory
+ * (first > 0, keyed == 0) serves idrs whose IDs sit too far above 0 for a
+ * keyed one to be worth its memory, through dir_lookup_span(), out of
+ * line.  It is a copy the writer keeps in step with the tree; present only
+ * at height 2 or more, and only while it is small beside the tree.  An
+ * entry is 32 bits: DIR_NONE (no leaf),
  * DIR_TREE (a sparse word, or a leaf too far from base: ask the tree), or
  * the leaf's distance from base in pointer-sized words, so that a slot's
  * address is base + 8 * (entry + offset in the leaf): one add and a scaled
@@ -160,8 +165,10 @@ static inline uint64_t span(unsigned height)
 _Static_assert(offsetof(struct idr_node, slots) == 0,
 	       "a directory entry locates a leaf's slots");
 struct leafdir {
-	size_t cap;              /* leaves covered */
+	size_t keyed;            /* entries idr_find() may index by ID >> 6 */
 	uintptr_t base;          /* what entries count from */
+	uint64_t first;          /* the leaf (ID >> 6) of entry 0 */
+	size_t cap;              /* entries */
 	struct rcu_head rcu;
 	uint32_t leaf[];
 };
@@ -180,19 +187,14 @@ static inline struct idr_node *slot_leaf(void **slot, uint64_t index)
 	return (struct idr_node *)(void *)(slot - (index & NODE_MASK));
 }
 
-/* What the directory says about the leaf of ID @id (reader-safe): a full
- * leaf, and @id's slot in it (in *@slot); none; or nothing it can tell. */
-static inline enum dir_answer dir_lookup(const struct idr *idr, uint64_t id,
-					 void ***slot)
+/* What entry @j of @d says about ID @id, whose leaf it stands for. */
+static inline enum dir_answer dir_answer(const struct leafdir *d, uint64_t j,
+					 uint64_t id, void ***slot)
 {
-	const struct leafdir *d = dir_load(idr);
-	uint64_t k = id >> NODE_BITS;
-
-	if (__builtin_expect(!d || k >= d->cap, 0))
-		return DIR_ASK_TREE;
-	/* d->leaf + k, not &d->leaf[k]: gcc 12 folds only this form's
+	/* d->leaf + j, not &d->leaf[j]: gcc 12 folds only this form's
 	 * offset into the load (one instruction fewer per idr_find). */
-	uint32_t e = __atomic_load_n(d->leaf + k, __ATOMIC_ACQUIRE);
+	uint32_t e = __atomic_load_n(d->leaf + j, __ATOMIC_ACQUIRE);
+
 	if (__builtin_expect(e < DIR_TREE, 1)) {
 		/* One sum, scaled by the load: not leaf + offset, which gcc
 		 * builds with a shift and a lea more. */
@@ -201,6 +203,34 @@ static inline enum dir_answer dir_lookup(const struct idr *idr, uint64_t id,
 		return DIR_LEAF;
 	}
 	return e == DIR_NONE ? DIR_NO_LEAF : DIR_ASK_TREE;
+}
+
+/* What a keyed directory says about the leaf of ID @id (reader-safe): a
+ * full leaf, and @id's slot in it (in *@slot); none; or nothing it can
+ * tell.  idr_find()'s fast path: a span directory always answers
+ * DIR_ASK_TREE here. */
+static inline enum dir_answer dir_lookup(const struct idr *idr, uint64_t id,
+					 void ***slot)
+{
+	const struct leafdir *d = dir_load(idr);
+	uint64_t k = id >> NODE_BITS;
+
+	if (__builtin_expect(!d || k >= d->keyed, 0))
+		return DIR_ASK_TREE;
+	return dir_answer(d, k, id, slot);
+}
+
+IDR_HIDDEN enum dir_answer dir_lookup_span(const struct idr *idr, uint64_t id,
+					   void ***slot);
+
+/* Either directory's answer about ID @id: for callers off idr_find()'s
+ * fast path. */
+static inline enum dir_answer dir_lookup_any(const struct idr *idr, uint64_t id,
+					     void ***slot)
+{
+	enum dir_answer a = dir_lookup(idr, id, slot);
+
+	return a == DIR_ASK_TREE ? dir_lookup_span(idr, id, slot) : a;
 }
 
 /* A leaf-level slot (in a height-2 node) and the number of its leaf,
@@ -261,6 +291,7 @@ IDR_HIDDEN bool tree_take(struct idr *idr, uint64_t index, bool sparse_ok,
 			  void **old);
 IDR_HIDDEN void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry));
 IDR_HIDDEN void *tree_leaf_word(const struct idr *idr, uint64_t leaf);
+IDR_HIDDEN uint64_t tree_lowest_leaf(const struct idr *idr);
 IDR_HIDDEN void **hint_claim(struct idr *idr, uint64_t start, uint64_t max,
 			     uint64_t *index);
 IDR_HIDDEN void hint_set(struct idr *idr, void **slot, uint64_t index,
@@ -341,9 +372,9 @@ IDR_HIDDEN void report(const char *func, const char *fmt, ...)
 
 /* dir.c */
 IDR_HIDDEN void leaf_store(struct idr *idr, struct leaf_ref ref, void *word);
-IDR_HIDDEN size_t dir_wanted(const struct idr *idr, uint64_t index);
+IDR_HIDDEN size_t dir_wanted(const struct idr *idr, uint64_t index, uint64_t *first);
 IDR_HIDDEN struct leafdir *dir_obtain(size_t cap, bool may_alloc);
-IDR_HIDDEN void dir_install(struct idr *idr, struct leafdir *dir);
+IDR_HIDDEN void dir_install(struct idr *idr, struct leafdir *dir, uint64_t first);
 IDR_HIDDEN void dir_discard(struct leafdir *dir);
 IDR_HIDDEN void dir_drop(struct idr *idr);
 IDR_HIDDEN void dir_settle(struct idr *idr);

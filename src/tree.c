@@ -463,6 +463,23 @@ void *tree_leaf_word(const struct idr *idr, uint64_t leaf)
 	return leaf_word(idr, leaf << NODE_BITS, &p);
 }
 
+/* The number (index >> NODE_BITS) of the lowest leaf-level word, down the
+ * lowest child of each interior node; 0 below height 2. */
+uint64_t tree_lowest_leaf(const struct idr *idr)
+{
+	uintptr_t root = root_load(idr);
+	const struct idr_node *node = root_node(root);
+	uint64_t leaf = 0;
+
+	for (unsigned h = root_height(root); h >= 2 && node->children; h--) {
+		unsigned i = (unsigned)__builtin_ctzll(node->children);
+		leaf = leaf << NODE_BITS | i;
+		if (h > 2)
+			node = node->slots[i];
+	}
+	return leaf;
+}
+
 /* Is @off allocated in the leaf-level @word?  Its value goes to *@value
  * either way (NULL or stale if not). */
 static bool word_get(const void *word, unsigned off, void **value)
@@ -631,7 +648,7 @@ static enum take take_in_leaf(struct idr *idr, uint64_t index, void **old)
 {
 	void **slot;
 
-	if (dir_lookup(idr, index + idr_origin(idr), &slot) != DIR_LEAF)
+	if (dir_lookup_any(idr, index + idr_origin(idr), &slot) != DIR_LEAF)
 		return NEEDS_WALK;
 	struct idr_node *leaf = slot_leaf(slot, index);
 	unsigned off = (unsigned)(index & NODE_MASK);

@@ -155,7 +155,8 @@ TEST(lookup_directory_corruption_is_caught)
 	idr_destroy(&idr);
 	fill(&idr, 10);
 	struct leafdir *stray = malloc(dir_bytes(1));
-	stray->cap = 1;
+	stray->cap = stray->keyed = 1;
+	stray->first = 0;
 	stray->base = 0;
 	stray->leaf[0] = dir_entry(stray, top(&idr));
 	idr.idr_dir = stray;

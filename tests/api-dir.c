@@ -244,6 +244,139 @@ TEST(a_directory_under_a_high_base_is_keyed_by_id)
 	CHECK_EQ(tu_settled_live(), 0);
 }
 
+/* IDs [@from, @from + @n) through @idr: objs[i] under from + i where
+ * present[i]; nothing just below or just above. */
+static bool range_matches(const struct idr *idr, const bool *present, long n,
+			  unsigned long from)
+{
+	for (long i = 0; i < n; i++)
+		if (idr_find(idr, from + (unsigned long)i) != (present[i] ? &objs[i] : NULL))
+			return false;
+	return idr_find(idr, from - 1) == NULL && idr_find(idr, from + (unsigned long)n) == NULL;
+}
+
+/* Every leaf of IDs [@lo, @hi) has a directory entry that names it. */
+static bool span_entries_are_leaves(const struct leafdir *d, unsigned long lo,
+				    unsigned long hi)
+{
+	for (uint64_t k = lo >> 6; k <= (hi - 1) >> 6; k++)
+		if (k - d->first >= d->cap || d->leaf[k - d->first] >= DIR_TREE)
+			return false;
+	return true;
+}
+
+/* IDs far above 0, from a base or from each allocation's start: a keyed
+ * directory would be mostly "no leaf" (1/32 of the tree buys none), so
+ * they get a span directory from their lowest leaf, and idr_find() goes
+ * through it out of line.  It shows the tree (idr_check()) and gives what
+ * the reference expects through removals and re-allocation. */
+TEST(ids_far_above_zero_get_a_span_directory)
+{
+	static bool present[N];
+	static const struct {
+		int base;
+		int start;
+	} ways[] = { { 1 << 24, 0 }, { 0, 1 << 24 }, { 1 << 30, 0 }, { 5, (1 << 28) + 5 } };
+
+	for (size_t w = 0; w < sizeof(ways) / sizeof(ways[0]); w++) {
+		int lowest = ways[w].start > ways[w].base ? ways[w].start : ways[w].base;
+		unsigned long from = (unsigned long)lowest;
+		struct idr idr;
+
+		idr_init_base(&idr, ways[w].base);
+		for (long i = 0; i < N; i++) {
+			CHECK_EQ(idr_alloc(&idr, &objs[i], ways[w].start, 0, IDR_GFP_KERNEL),
+				 (long)from + i);
+			present[i] = true;
+		}
+		const struct leafdir *d = dir_load(&idr);
+		CHECK(d != NULL);
+		if (!d)
+			return;
+		CHECK(d->first > 0 && d->first <= from >> 6);
+		CHECK_EQ(d->keyed, 0);
+		CHECK(span_entries_are_leaves(d, from, from + N));
+		/* Under 1/32 of the tree, as any directory */
+		CHECK(dir_bytes(d->cap) * 32 <= idr_memory_usage(&idr));
+		CHECK_EQ(idr_check(&idr), 0);
+		CHECK(range_matches(&idr, present, N, from));
+		CHECK(idr_find(&idr, 0) == NULL);
+		for (long i = 1; i < N; i += 3) {
+			CHECK(idr_remove(&idr, from + (unsigned long)i) == &objs[i]);
+			present[i] = false;
+		}
+		CHECK_EQ(idr_check(&idr), 0);
+		CHECK(range_matches(&idr, present, N, from));
+		CHECK_EQ(idr_alloc(&idr, &objs[1], ways[w].start, 0, IDR_GFP_KERNEL), (long)from + 1);
+		present[1] = true;
+		/* A leaf left with two IDs turns compact: its entry says so. */
+		for (long i = 200; i < 264; i++)
+			if (present[i] && i != 220 && i != 230) {
+				CHECK(idr_remove(&idr, from + (unsigned long)i) == &objs[i]);
+				present[i] = false;
+			}
+		CHECK_EQ(idr_check(&idr), 0);
+		CHECK(range_matches(&idr, present, N, from));
+		/* Lookups go through it: an entry made to say "no leaf" is
+		 * believed. */
+		d = dir_load(&idr);
+		uint32_t *entry = (uint32_t *)&d->leaf[(from >> 6) - d->first];
+		uint32_t saved = *entry;
+		*entry = DIR_NONE;
+		CHECK(idr_find(&idr, from) == NULL);
+		*entry = saved;
+		CHECK(idr_find(&idr, from) == &objs[0]);
+		idr_destroy(&idr);
+	}
+	CHECK_EQ(tu_settled_live(), 0);
+}
+
+/* A span directory reaches down to a leaf below its first one when that
+ * stays affordable, and gives way to a keyed one once the IDs from 0
+ * outweigh the range below. */
+TEST(a_span_directory_reaches_down_then_gives_way_to_a_keyed_one)
+{
+	enum { HIGH = 1 << 20, UPPER = 50000, LOWER = 10000, LOW = 300000 };
+	static bool present[UPPER + LOWER];
+	struct idr idr;
+
+	idr_init(&idr);
+	for (long i = 0; i < UPPER; i++) {
+		CHECK_EQ(idr_alloc(&idr, &objs[LOWER + i], HIGH, 0, IDR_GFP_KERNEL), HIGH + i);
+		present[LOWER + i] = true;
+	}
+	const struct leafdir *d = dir_load(&idr);
+	CHECK(d != NULL && d->first == HIGH >> 6 && d->keyed == 0);
+	CHECK_EQ(idr_check(&idr), 0);
+	/* Just below: the span grows down to cover it. */
+	for (long i = 0; i < LOWER; i++) {
+		CHECK_EQ(idr_alloc(&idr, &objs[i], HIGH - 2 * LOWER, 0, IDR_GFP_KERNEL),
+			 HIGH - 2 * LOWER + i);
+		present[i] = true;
+	}
+	d = dir_load(&idr);
+	CHECK(d != NULL && d->first > 0 && d->first <= (HIGH - 2 * LOWER) >> 6);
+	CHECK(span_entries_are_leaves(d, HIGH - 2 * LOWER, HIGH - LOWER));
+	CHECK(span_entries_are_leaves(d, HIGH, HIGH + UPPER));
+	CHECK_EQ(idr_check(&idr), 0);
+	CHECK(range_matches(&idr, present, LOWER, HIGH - 2 * LOWER));
+	/* Dense from 0: once the tree affords a keyed directory, it is one. */
+	for (long i = 0; i < LOW; i++)
+		CHECK_EQ(idr_alloc(&idr, &objs[i % N], 0, 0, IDR_GFP_KERNEL), i);
+	d = dir_load(&idr);
+	CHECK(d != NULL && d->first == 0 && d->keyed == d->cap);
+	CHECK(d->cap > (HIGH + UPPER - 1) >> 6);
+	CHECK_EQ(idr_check(&idr), 0);
+	for (long i = 0; i < LOW; i += 7)
+		CHECK(idr_find(&idr, (unsigned long)i) == &objs[i % N]);
+	for (long i = 0; i < LOWER; i++)
+		CHECK(idr_find(&idr, (unsigned long)(HIGH - 2 * LOWER + i)) == &objs[i]);
+	for (long i = 0; i < UPPER; i++)
+		CHECK(idr_find(&idr, (unsigned long)(HIGH + i)) == &objs[LOWER + i]);
+	idr_destroy(&idr);
+	CHECK_EQ(tu_settled_live(), 0);
+}
+
 /* 32-bit entries: 8-byte words from base; anything else asks the tree. */
 TEST(directory_entries_encode_exactly_the_window)
 {

@@ -123,6 +123,22 @@ static void fill_dir(struct idr *idr)
 		tu_fail(__FILE__, __LINE__, "the directory does not end where the leaves do");
 }
 
+/* The same from 2^24 up: a span directory over exactly those leaves. */
+#define SPAN_FROM (1 << 24)
+static void fill_span_dir(struct idr *idr)
+{
+	for (int i = 0; i < DIR_FULL_LEAVES * 64; i++)
+		idr_alloc(idr, P, SPAN_FROM, 0, IDR_GFP_KERNEL);
+	const struct leafdir *d = dir_load(idr);
+	if (!d || d->first != SPAN_FROM >> 6 || d->cap != DIR_FULL_LEAVES)
+		tu_fail(__FILE__, __LINE__, "no span directory ending where the leaves do");
+}
+
+static int alloc_span(struct idr *idr)
+{
+	return idr_alloc(idr, P, SPAN_FROM, 0, IDR_GFP_KERNEL);
+}
+
 static int alloc_low(struct idr *idr)
 {
 	return idr_alloc(idr, P, 0, 0, IDR_GFP_KERNEL);
@@ -173,6 +189,8 @@ TEST(every_allocation_failure_leaves_idr_unchanged)
 		{ 1, one_id, alloc_u32_top, 1, 9 },
 		/* a leaf, its parent, and a lookup directory twice as large */
 		{ 0, fill_dir, alloc_low, DIR_FULL_LEAVES * 64, 3 },
+		/* the same with a span directory */
+		{ 0, fill_span_dir, alloc_span, SPAN_FROM + DIR_FULL_LEAVES * 64, 3 },
 	};
 	int points = 0;
 
@@ -183,7 +201,7 @@ TEST(every_allocation_failure_leaves_idr_unchanged)
 		CHECK_EQ(n, s[i].calls);
 		points += n;
 	}
-	CHECK(points >= 43);
+	CHECK(points >= 46);
 }
 
 TEST(removal_never_allocates)
