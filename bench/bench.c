@@ -737,6 +737,37 @@ static bool call_cost(struct plan *pl, int repeats, double out[2][C_HOW])
 	return ok;
 }
 
+/* ---- where the IDs sit ---- */
+
+/* Dense IDs from 0 take the keyed lookup directory; from far above 0, a
+ * span directory over the IDs in use, reached out of line
+ * (docs/design.md, "Keyed from ID 0, or a span"). */
+enum { FROM_COUNT = 4 };
+static const int from_id[FROM_COUNT] = { 0, 1 << 20, 1 << 24, 1 << 30 };
+
+/* One repeat: libidr's random lookup over N dense IDs from each base. */
+static bool lookup_by_base(struct plan *pl, double ns[FROM_COUNT])
+{
+	bool ok = true;
+
+	for (int f = 0; f < FROM_COUNT; f++) {
+		struct idr idr;
+		uint64_t sum = 0;
+
+		idr_init_base(&idr, from_id[f]);
+		for (long i = 0; i < pl->n; i++) {
+			ok &= idr_alloc(&idr, &pl->obj[i], 0, 0, IDR_GFP_KERNEL) == from_id[f] + i;
+			pl->key_rand[i] = (uint64_t)from_id[f] + (uint64_t)pl->perm[i];
+		}
+		lookup_pass(NULL, &idr, C_LIBIDR, pl->key_rand, pl->n, &sum);
+		ns[f] = lookup_pass(NULL, &idr, C_LIBIDR, pl->key_rand, pl->n, &sum);
+		ok &= sum == pl->obj_sum;
+		idr_destroy(&idr);
+		libidr_settle();
+	}
+	return ok;
+}
+
 /* ---- output ---- */
 
 static FILE *out_files[2];
@@ -910,6 +941,19 @@ int main(int argc, char **argv)
 		     c[C_INLINE], c[C_CALL], c[C_CALL] / c[C_INLINE], c[C_LIBIDR],
 		     c[C_LIBIDR] / c[C_CALL]);
 	}
+
+	double from[FROM_COUNT][MAX_REPEATS];
+	for (int r = 0; r < repeats; r++) {
+		double ns[FROM_COUNT];
+		ok &= lookup_by_base(&pl, ns);
+		for (int f = 0; f < FROM_COUNT; f++)
+			from[f][r] = ns[f];
+	}
+	emit("\n| libidr random lookup, N dense IDs from a base | ns | vs from 0 (median of ratios) |\n");
+	emit("|---|---:|---:|\n");
+	for (int f = 0; f < FROM_COUNT; f++)
+		emit("| from %d | %.2f | %.2fx |\n", from_id[f], median(from[f], repeats),
+		     median_ratio(from[f], from[0], repeats));
 
 	double ida[3][I_COUNT];
 	for (int b = 0; b < 3; b++) {
