@@ -748,6 +748,7 @@ static const int from_id[FROM_COUNT] = { 0, 1 << 20, 1 << 24, 1 << 30 };
 /* One repeat: libidr's random lookup over N dense IDs from each base. */
 static bool lookup_by_base(struct plan *pl, double ns[FROM_COUNT])
 {
+	static const struct flat no_flat; /* libidr's passes read no flat */
 	bool ok = true;
 
 	for (int f = 0; f < FROM_COUNT; f++) {
@@ -759,8 +760,8 @@ static bool lookup_by_base(struct plan *pl, double ns[FROM_COUNT])
 			ok &= idr_alloc(&idr, &pl->obj[i], 0, 0, IDR_GFP_KERNEL) == from_id[f] + i;
 			pl->key_rand[i] = (uint64_t)from_id[f] + (uint64_t)pl->perm[i];
 		}
-		lookup_pass(NULL, &idr, C_LIBIDR, pl->key_rand, pl->n, &sum);
-		ns[f] = lookup_pass(NULL, &idr, C_LIBIDR, pl->key_rand, pl->n, &sum);
+		lookup_pass(&no_flat, &idr, C_LIBIDR, pl->key_rand, pl->n, &sum);
+		ns[f] = lookup_pass(&no_flat, &idr, C_LIBIDR, pl->key_rand, pl->n, &sum);
 		ok &= sum == pl->obj_sum;
 		idr_destroy(&idr);
 		libidr_settle();

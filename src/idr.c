@@ -269,15 +269,10 @@ __attribute__((noinline)) static void *tree_find(const struct idr *idr, uint64_t
 __attribute__((noinline)) static void *find_slow(const struct idr *idr, uint64_t id)
 {
 	void **slot;
+	enum dir_answer a = dir_lookup_span(idr, id, &slot);
 
-	switch (dir_lookup_span(idr, id, &slot)) {
-	case DIR_LEAF:
-		return slot_load(slot);
-	case DIR_NO_LEAF:
-		return NULL;
-	case DIR_ASK_TREE:
-		break;
-	}
+	if (a != DIR_ASK_TREE)
+		return a == DIR_LEAF ? slot_load(slot) : NULL;
 	return tree_find(idr, id - idr_origin(idr));
 }
 

@@ -152,12 +152,12 @@ static inline uint64_t span(unsigned height)
  * keyed one to be worth its memory, through dir_lookup_span(), out of
  * line.  It is a copy the writer keeps in step with the tree; present only
  * at height 2 or more, and only while it is small beside the tree.  An
- * entry is 32 bits: DIR_NONE (no leaf),
- * DIR_TREE (a sparse word, or a leaf too far from base: ask the tree), or
- * the leaf's distance from base in pointer-sized words, so that a slot's
- * address is base + 8 * (entry + offset in the leaf): one add and a scaled
- * load.  The two marks are the top two values, so that idr_find() tells a
- * leaf from both with one compare.
+ * entry is 32 bits: DIR_NONE (no leaf), DIR_TREE (a sparse word, or a leaf
+ * too far from base: ask the tree), or the leaf's distance from base in
+ * pointer-sized words, so that a slot's address is base + 8 * (entry +
+ * offset in the leaf): one add and a scaled load.  The two marks are the
+ * top two values, so that idr_find() tells a leaf from both with one
+ * compare.
  */
 #define DIR_TREE 0xfffffffeu
 #define DIR_NONE 0xffffffffu
