@@ -92,16 +92,6 @@ static struct leafdir *dir_of(const struct idr *idr)
 	return idr->idr_dir; /* writer side: the writer is the only one to store it */
 }
 
-enum dir_answer dir_lookup_span(const struct idr *idr, uint64_t id, void ***slot)
-{
-	const struct leafdir *d = dir_load(idr);
-
-	if (!d || !d->first)
-		return DIR_ASK_TREE; /* a keyed one has already answered */
-	uint64_t j = (id >> NODE_BITS) - d->first;
-	return j < d->cap ? dir_answer(d, j, id, slot) : DIR_ASK_TREE;
-}
-
 size_t dir_memory(const struct idr *idr)
 {
 	const struct leafdir *d = dir_load(idr);

@@ -220,8 +220,18 @@ static inline enum dir_answer dir_lookup(const struct idr *idr, uint64_t id,
 	return dir_answer(d, k, id, slot);
 }
 
-IDR_HIDDEN enum dir_answer dir_lookup_span(const struct idr *idr, uint64_t id,
-					   void ***slot);
+/* What a span directory says about the leaf of ID @id, the same way; a
+ * keyed one has already said all it can. */
+static inline enum dir_answer dir_lookup_span(const struct idr *idr, uint64_t id,
+					      void ***slot)
+{
+	const struct leafdir *d = dir_load(idr);
+
+	if (!d || !d->first)
+		return DIR_ASK_TREE;
+	uint64_t j = (id >> NODE_BITS) - d->first; /* wraps below first */
+	return j < d->cap ? dir_answer(d, j, id, slot) : DIR_ASK_TREE;
+}
 
 /* Either directory's answer about ID @id: for callers off idr_find()'s
  * fast path. */
