@@ -331,6 +331,44 @@ TEST(ids_far_above_zero_get_a_span_directory)
 	CHECK_EQ(tu_settled_live(), 0);
 }
 
+/* Handle lookups take a span directory too; stale handles stay stale. */
+TEST(handles_far_above_zero_resolve_through_a_span_directory)
+{
+	enum { BASE = 1 << 24, COUNT = 20000 };
+	static idr_handle_t h[COUNT];
+	struct idr idr;
+
+	idr_init_flags(&idr, BASE, IDR_F_HANDLES);
+	for (long i = 0; i < COUNT; i++)
+		CHECK_EQ(idr_alloc_handle(&idr, &objs[i], 0, 0, IDR_GFP_KERNEL, &h[i]), BASE + i);
+	const struct leafdir *d = dir_load(&idr);
+	CHECK(d != NULL && d->first == BASE >> 6 && d->keyed == 0);
+	if (!d)
+		return;
+	for (long i = 0; i < COUNT; i++)
+		CHECK(idr_find_handle(&idr, h[i]) == &objs[i]);
+	for (long i = 0; i < COUNT; i += 5)
+		CHECK(idr_remove_handle(&idr, h[i]) == &objs[i]);
+	for (long i = 0; i < COUNT; i += 5) {
+		idr_handle_t old = h[i];
+		CHECK_EQ(idr_alloc_handle(&idr, &objs[i], 0, 0, IDR_GFP_KERNEL, &h[i]), BASE + i);
+		CHECK(idr_find_handle(&idr, old) == NULL);
+	}
+	for (long i = 0; i < COUNT; i++)
+		CHECK(idr_find_handle(&idr, h[i]) == &objs[i]);
+	CHECK_EQ(idr_check(&idr), 0);
+	/* Through the directory: an entry made to say "no leaf" is believed. */
+	d = dir_load(&idr);
+	uint32_t *entry = (uint32_t *)&d->leaf[(BASE >> 6) - d->first];
+	uint32_t saved = *entry;
+	*entry = DIR_NONE;
+	CHECK(idr_find_handle(&idr, h[0]) == NULL);
+	*entry = saved;
+	CHECK(idr_find_handle(&idr, h[0]) == &objs[0]);
+	idr_destroy(&idr);
+	CHECK_EQ(tu_settled_live(), 0);
+}
+
 /* A span directory reaches down to a leaf below its first one when that
  * stays affordable, and gives way to a keyed one once the IDs from 0
  * outweigh the range below. */
