@@ -3,8 +3,10 @@
  * The lookup directory (src/dir.c): a dense idr gets one, a sparse one does
  * not, and whatever the tree goes through the directory shows exactly the
  * tree's leaves (idr_check() compares every entry) and lookups through it
- * give exactly what the reference expects.  The struct's private idr_dir is
- * read only to see whether there is a directory at all.
+ * give exactly what the reference expects.  The tests read the directory
+ * itself (src/internal.h) to see which kind an idr has and what its entries
+ * say, and two of them change an entry for a moment to show that lookups
+ * believe it, so the directory is known to be the path they took.
  */
 #include <stdlib.h>
 
