@@ -131,6 +131,33 @@ static bool dir_affordable(const struct idr *idr, uint64_t cap)
 	       dir_bytes((size_t)cap) <= tree_memory(idr) / DIR_BUILD_RATIO;
 }
 
+/* A span over the leaves there are and @leaf, with a quarter more room on
+ * the side it grows towards, so that IDs allocated upwards or downwards
+ * replace it a few times, not once per leaf.  0 if that costs too much:
+ * never a span with no room, which would be copied for every new leaf. */
+static size_t dir_span_wanted(const struct idr *idr, const struct leafdir *d,
+			      uint64_t leaf, uint64_t *first)
+{
+	uint64_t low = tree_edge_leaf(idr, false) + dir_skip(idr);
+	uint64_t high = tree_edge_leaf(idr, true) + dir_skip(idr) + 1;
+
+	if (leaf < low)
+		low = leaf;
+	if (high <= leaf)
+		high = leaf + 1;
+	low &= ~(uint64_t)(DIR_MIN_CAP - 1);
+	uint64_t room = (high - low) / 4 > DIR_MIN_CAP ? (high - low) / 4 : DIR_MIN_CAP;
+	if (d && d->first && leaf < d->first)
+		low = low > room ? (low - room) & ~(uint64_t)(DIR_MIN_CAP - 1) : 0;
+	else
+		high += room;
+	uint64_t cap = (high - low + DIR_MIN_CAP - 1) / DIR_MIN_CAP * DIR_MIN_CAP;
+	if (!low || !dir_affordable(idr, cap))
+		return 0; /* from 0 it would be a keyed one, already refused */
+	*first = low;
+	return (size_t)cap;
+}
+
 /* The entries a directory must have for the leaf of @index to be in it,
  * and in *@first the leaf of its entry 0; or 0 if the present one covers
  * it or one that does would cost too much beside the tree.  Keyed from ID
@@ -151,15 +178,7 @@ size_t dir_wanted(const struct idr *idr, uint64_t index, uint64_t *first)
 		*first = 0;
 		return (size_t)cap;
 	}
-	uint64_t low = tree_lowest_leaf(idr) + dir_skip(idr);
-	if (leaf < low)
-		low = leaf;
-	low &= ~(uint64_t)(DIR_MIN_CAP - 1);
-	cap = dir_grown(d && d->first ? d->cap : 0, end - low);
-	if (!low || !dir_affordable(idr, cap))
-		return 0;
-	*first = low;
-	return (size_t)cap;
+	return dir_span_wanted(idr, d, leaf, first);
 }
 
 /* A directory buffer of @cap entries, not yet filled: the stash's spare

@@ -301,7 +301,7 @@ IDR_HIDDEN bool tree_take(struct idr *idr, uint64_t index, bool sparse_ok,
 			  void **old);
 IDR_HIDDEN void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry));
 IDR_HIDDEN void *tree_leaf_word(const struct idr *idr, uint64_t leaf);
-IDR_HIDDEN uint64_t tree_lowest_leaf(const struct idr *idr);
+IDR_HIDDEN uint64_t tree_edge_leaf(const struct idr *idr, bool highest);
 IDR_HIDDEN void **hint_claim(struct idr *idr, uint64_t start, uint64_t max,
 			     uint64_t *index);
 IDR_HIDDEN void hint_set(struct idr *idr, void **slot, uint64_t index,

@@ -463,16 +463,18 @@ void *tree_leaf_word(const struct idr *idr, uint64_t leaf)
 	return leaf_word(idr, leaf << NODE_BITS, &p);
 }
 
-/* The number (index >> NODE_BITS) of the lowest leaf-level word, down the
- * lowest child of each interior node; 0 below height 2. */
-uint64_t tree_lowest_leaf(const struct idr *idr)
+/* The number (index >> NODE_BITS) of the lowest leaf-level word, or with
+ * @highest the highest: down the lowest (highest) child of each interior
+ * node.  0 below height 2. */
+uint64_t tree_edge_leaf(const struct idr *idr, bool highest)
 {
 	uintptr_t root = root_load(idr);
 	const struct idr_node *node = root_node(root);
 	uint64_t leaf = 0;
 
 	for (unsigned h = root_height(root); h >= 2 && node->children; h--) {
-		unsigned i = (unsigned)__builtin_ctzll(node->children);
+		unsigned i = highest ? 63 - (unsigned)__builtin_clzll(node->children) :
+				       (unsigned)__builtin_ctzll(node->children);
 		leaf = leaf << NODE_BITS | i;
 		if (h > 2)
 			node = node->slots[i];

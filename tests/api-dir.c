@@ -333,6 +333,36 @@ TEST(ids_far_above_zero_get_a_span_directory)
 	CHECK_EQ(tu_settled_live(), 0);
 }
 
+/* Leaves allocated downwards, far above 0: the span grows down with room
+ * to spare, so it covers every leaf and is replaced a few times, not once
+ * per leaf. */
+TEST(a_span_directory_grows_down_in_steps)
+{
+	enum { TOP = 1 << 24, LEAVES = 1500 };
+	struct idr idr;
+	const struct leafdir *last = NULL;
+	int replaced = 0;
+
+	idr_init(&idr);
+	for (long l = 0; l < LEAVES; l++) {
+		int start = TOP - 64 * (int)l;
+		for (int i = 0; i < 64; i++)
+			CHECK_EQ(idr_alloc(&idr, &objs[i], start, start + 64, IDR_GFP_KERNEL), start + i);
+		const struct leafdir *d = dir_load(&idr);
+		if (d != last)
+			replaced++;
+		last = d;
+	}
+	CHECK(last != NULL && last->first > 0 && last->keyed == 0);
+	CHECK(span_entries_are_leaves(last, TOP - 64 * (LEAVES - 1), TOP + 64));
+	CHECK(replaced < 40);
+	CHECK_EQ(idr_check(&idr), 0);
+	CHECK(idr_find(&idr, TOP - 64 * (LEAVES - 1)) == &objs[0]);
+	CHECK(idr_find(&idr, TOP + 63) == &objs[63]);
+	idr_destroy(&idr);
+	CHECK_EQ(tu_settled_live(), 0);
+}
+
 /* Handle lookups take a span directory too; stale handles stay stale. */
 TEST(handles_far_above_zero_resolve_through_a_span_directory)
 {
