@@ -24,7 +24,7 @@
  * idr_find() index it by ID >> 6 with nothing to subtract, but it spans
  * from ID 0.  IDs that sit far above 0 would make it mostly "no leaf", so
  * while a keyed one is not affordable they get a span directory, from the
- * lowest leaf, which idr_find() reaches out of line (dir_lookup_span()).
+ * lowest leaf, which idr_find() reaches out of line (dir_lookup_any()).
  *
  * Why it is optional: it costs 4 bytes per 64 IDs of the range it covers,
  * whether or not they are allocated.  It is built and grown only while it

@@ -269,7 +269,7 @@ __attribute__((noinline)) static void *tree_find(const struct idr *idr, uint64_t
 __attribute__((noinline)) static void *find_slow(const struct idr *idr, uint64_t id)
 {
 	void **slot;
-	enum dir_answer a = dir_lookup_span(idr, id, &slot);
+	enum dir_answer a = dir_lookup_any(idr, id, &slot);
 
 	if (a != DIR_ASK_TREE)
 		return a == DIR_LEAF ? slot_load(slot) : NULL;

@@ -149,7 +149,7 @@ static inline uint64_t span(unsigned height)
  * A keyed directory starts at ID 0 (first == 0, keyed == cap), so
  * idr_find() indexes it by ID >> 6 with no subtraction; a span directory
  * (first > 0, keyed == 0) serves idrs whose IDs sit too far above 0 for a
- * keyed one to be worth its memory, through dir_lookup_span(), out of
+ * keyed one to be worth its memory, through dir_lookup_any(), out of
  * line.  It is a copy the writer keeps in step with the tree; present only
  * at height 2 or more, and only while it is small beside the tree.  An
  * entry is 32 bits: DIR_NONE (no leaf), DIR_TREE (a sparse word, or a leaf
@@ -220,27 +220,18 @@ static inline enum dir_answer dir_lookup(const struct idr *idr, uint64_t id,
 	return dir_answer(d, k, id, slot);
 }
 
-/* What a span directory says about the leaf of ID @id, the same way; a
- * keyed one has already said all it can. */
-static inline enum dir_answer dir_lookup_span(const struct idr *idr, uint64_t id,
-					      void ***slot)
-{
-	const struct leafdir *d = dir_load(idr);
-
-	if (!d || !d->first)
-		return DIR_ASK_TREE;
-	uint64_t j = (id >> NODE_BITS) - d->first; /* wraps below first */
-	return j < d->cap ? dir_answer(d, j, id, slot) : DIR_ASK_TREE;
-}
-
-/* Either directory's answer about ID @id: for callers off idr_find()'s
- * fast path. */
+/* What either kind of directory says about the leaf of ID @id: entry
+ * (ID >> 6) - first, which in a keyed one (first 0) is the fast path's own.
+ * For idr_find()'s slow path and the callers off its fast path. */
 static inline enum dir_answer dir_lookup_any(const struct idr *idr, uint64_t id,
 					     void ***slot)
 {
-	enum dir_answer a = dir_lookup(idr, id, slot);
+	const struct leafdir *d = dir_load(idr);
 
-	return a == DIR_ASK_TREE ? dir_lookup_span(idr, id, slot) : a;
+	if (!d)
+		return DIR_ASK_TREE;
+	uint64_t j = (id >> NODE_BITS) - d->first; /* wraps below first */
+	return j < d->cap ? dir_answer(d, j, id, slot) : DIR_ASK_TREE;
 }
 
 /* A leaf-level slot (in a height-2 node) and the number of its leaf,
