@@ -111,6 +111,12 @@ void leaf_store(struct idr *idr, struct leaf_ref ref, void *word)
 		__atomic_store_n(&d->leaf[j], dir_entry(d, word), __ATOMIC_RELEASE);
 }
 
+/* @n entries rounded up to a step of DIR_MIN_CAP. */
+static uint64_t dir_round_up(uint64_t n)
+{
+	return (n + DIR_MIN_CAP - 1) / DIR_MIN_CAP * DIR_MIN_CAP;
+}
+
 /* Entries for at least @need, growing from @had: double while small (few
  * copies), then by a quarter, so the copying stays linear either way and a
  * large dense idr carries under 25% slack (doubling all the way left 0.105
@@ -120,9 +126,7 @@ static uint64_t dir_grown(uint64_t had, uint64_t need)
 	uint64_t cap = !had ? DIR_MIN_CAP :
 		       had < DIR_DOUBLE_BELOW ? had * 2 : had + had / 4;
 
-	if (cap < need)
-		cap = need;
-	return (cap + DIR_MIN_CAP - 1) / DIR_MIN_CAP * DIR_MIN_CAP;
+	return dir_round_up(cap < need ? need : cap);
 }
 
 static bool dir_affordable(const struct idr *idr, uint64_t cap)
@@ -151,7 +155,7 @@ static size_t dir_span_wanted(const struct idr *idr, const struct leafdir *d,
 		low = low > room ? (low - room) & ~(uint64_t)(DIR_MIN_CAP - 1) : 0;
 	else
 		high += room;
-	uint64_t cap = (high - low + DIR_MIN_CAP - 1) / DIR_MIN_CAP * DIR_MIN_CAP;
+	uint64_t cap = dir_round_up(high - low);
 	if (!low || !dir_affordable(idr, cap))
 		return 0; /* from 0 it would be a keyed one, already refused */
 	*first = low;
