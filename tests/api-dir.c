@@ -22,7 +22,8 @@ static bool has_dir(const struct idr *idr)
 	return __atomic_load_n(&idr->idr_dir, __ATOMIC_ACQUIRE) != NULL;
 }
 
-/* Every ID in [0, limit) maps to objs[id] if present[id], else NULL. */
+/* Every ID base + i, i in [0, limit), maps to objs[i] if present[i], else
+ * to NULL, and the IDs just below and above the range map to NULL. */
 static bool lookups_match(const struct idr *idr, const bool *present, long limit,
 			  int base)
 {
@@ -246,17 +247,6 @@ TEST(a_directory_under_a_high_base_is_keyed_by_id)
 	CHECK_EQ(tu_settled_live(), 0);
 }
 
-/* IDs [@from, @from + @n) through @idr: objs[i] under from + i where
- * present[i]; nothing just below or just above. */
-static bool range_matches(const struct idr *idr, const bool *present, long n,
-			  unsigned long from)
-{
-	for (long i = 0; i < n; i++)
-		if (idr_find(idr, from + (unsigned long)i) != (present[i] ? &objs[i] : NULL))
-			return false;
-	return idr_find(idr, from - 1) == NULL && idr_find(idr, from + (unsigned long)n) == NULL;
-}
-
 /* Every leaf of IDs [@lo, @hi) has a directory entry that names it. */
 static bool span_entries_are_leaves(const struct leafdir *d, unsigned long lo,
 				    unsigned long hi)
@@ -301,14 +291,14 @@ TEST(ids_far_above_zero_get_a_span_directory)
 		/* Under 1/32 of the tree, as any directory */
 		CHECK(dir_bytes(d->cap) * 32 <= idr_memory_usage(&idr));
 		CHECK_EQ(idr_check(&idr), 0);
-		CHECK(range_matches(&idr, present, N, from));
+		CHECK(lookups_match(&idr, present, N, lowest));
 		CHECK(idr_find(&idr, 0) == NULL);
 		for (long i = 1; i < N; i += 3) {
 			CHECK(idr_remove(&idr, from + (unsigned long)i) == &objs[i]);
 			present[i] = false;
 		}
 		CHECK_EQ(idr_check(&idr), 0);
-		CHECK(range_matches(&idr, present, N, from));
+		CHECK(lookups_match(&idr, present, N, lowest));
 		CHECK_EQ(idr_alloc(&idr, &objs[1], ways[w].start, 0, IDR_GFP_KERNEL), (long)from + 1);
 		present[1] = true;
 		/* A leaf left with two IDs turns compact: its entry says so. */
@@ -318,7 +308,7 @@ TEST(ids_far_above_zero_get_a_span_directory)
 				present[i] = false;
 			}
 		CHECK_EQ(idr_check(&idr), 0);
-		CHECK(range_matches(&idr, present, N, from));
+		CHECK(lookups_match(&idr, present, N, lowest));
 		/* Lookups go through it: an entry made to say "no leaf" is
 		 * believed. */
 		d = dir_load(&idr);
@@ -429,7 +419,7 @@ TEST(a_span_directory_reaches_down_then_gives_way_to_a_keyed_one)
 	CHECK(span_entries_are_leaves(d, HIGH - 2 * LOWER, HIGH - LOWER));
 	CHECK(span_entries_are_leaves(d, HIGH, HIGH + UPPER));
 	CHECK_EQ(idr_check(&idr), 0);
-	CHECK(range_matches(&idr, present, LOWER, HIGH - 2 * LOWER));
+	CHECK(lookups_match(&idr, present, LOWER, HIGH - 2 * LOWER));
 	/* Dense from 0: once the tree affords a keyed directory, it is one. */
 	for (long i = 0; i < LOW; i++)
 		CHECK_EQ(idr_alloc(&idr, &objs[i % N], 0, 0, IDR_GFP_KERNEL), i);
