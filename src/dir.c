@@ -107,8 +107,11 @@ void leaf_store(struct idr *idr, struct leaf_ref ref, void *word)
 	if (!d)
 		return;
 	uint64_t j = ref.leaf + dir_skip(idr) - d->first; /* wraps below first */
-	if (j < d->cap)
-		__atomic_store_n(&d->leaf[j], dir_entry(d, word), __ATOMIC_RELEASE);
+	if (j >= d->cap)
+		return;
+	uint32_t e = dir_entry(d, word);
+	d->present += (e != DIR_NONE) - (d->leaf[j] != DIR_NONE);
+	__atomic_store_n(&d->leaf[j], e, __ATOMIC_RELEASE);
 }
 
 /* @n entries rounded up to a step of DIR_MIN_CAP. */
@@ -129,60 +132,128 @@ static uint64_t dir_grown(uint64_t had, uint64_t need)
 	return dir_round_up(cap < need ? need : cap);
 }
 
-static bool dir_affordable(const struct idr *idr, uint64_t cap)
+/* The most entries a directory may have beside the tree as it is now (a
+ * multiple of DIR_MIN_CAP). */
+static uint64_t dir_budget(const struct idr *idr)
 {
-	return cap <= SIZE_MAX / sizeof(uint32_t) &&
-	       dir_bytes((size_t)cap) <= tree_memory(idr) / DIR_BUILD_RATIO;
+	size_t most = tree_memory(idr) / DIR_BUILD_RATIO;
+
+	if (most < dir_bytes(0))
+		return 0;
+	return (most - dir_bytes(0)) / sizeof(uint32_t) / DIR_MIN_CAP * DIR_MIN_CAP;
 }
 
-/* A span over the leaves there are and @leaf, with a quarter more room on
- * the side it grows towards, so that IDs allocated upwards or downwards
- * replace it a few times, not once per leaf.  0 if that costs too much:
- * never a span with no room, which would be copied for every new leaf. */
-static size_t dir_span_wanted(const struct idr *idr, const struct leafdir *d,
-			      uint64_t leaf, uint64_t *first)
+/* Leaves [@low, @high) and @leaf, with a quarter more room on the side
+ * @leaf grows towards (below when @down), so that IDs allocated upwards or
+ * downwards replace it a few times, not once per leaf.  0 if that costs
+ * too much: never a span with no room, which would be copied for every new
+ * leaf. */
+static size_t dir_span(const struct idr *idr, uint64_t low, uint64_t high,
+		       uint64_t leaf, bool down, uint64_t *first)
 {
-	uint64_t low = tree_edge_leaf(idr, false) + dir_skip(idr);
-	uint64_t high = tree_edge_leaf(idr, true) + dir_skip(idr) + 1;
-
 	if (leaf < low)
 		low = leaf;
 	if (high <= leaf)
 		high = leaf + 1;
 	low &= ~(uint64_t)(DIR_MIN_CAP - 1);
 	uint64_t room = (high - low) / 4 > DIR_MIN_CAP ? (high - low) / 4 : DIR_MIN_CAP;
-	if (d && d->first && leaf < d->first)
+	if (down)
 		low = low > room ? (low - room) & ~(uint64_t)(DIR_MIN_CAP - 1) : 0;
 	else
 		high += room;
 	uint64_t cap = dir_round_up(high - low);
-	if (!low || !dir_affordable(idr, cap))
+	if (!low || cap > dir_budget(idr))
 		return 0; /* from 0 it would be a keyed one, already refused */
 	*first = low;
 	return (size_t)cap;
 }
 
-/* The entries a directory must have for the leaf of @index to be in it,
- * and in *@first the leaf of its entry 0; or 0 if the present one covers
- * it or one that does would cost too much beside the tree.  Keyed from ID
- * 0 when that is affordable (idr_find()'s fast path); else a span from the
- * lowest leaf, so that an idr whose IDs sit far above 0 still has one. */
-size_t dir_wanted(const struct idr *idr, uint64_t index, uint64_t *first)
+/* A window as large as the budget allows, with @leaf a quarter of the way
+ * in from the side it grows towards: for idrs whose leaves no span can
+ * afford to cover, such as a million IDs far above 0 beside a few near it,
+ * or a cyclic idr's live IDs beside a few long-lived ones.  It is meant for
+ * where most full leaves are, so it moves only after the present one has
+ * missed a sixteenth of its size in new leaves (a cost per leaf bounded
+ * whatever the pattern), and to a place that does not keep most of the
+ * present one's range only once those misses outnumber the leaves it
+ * holds four to one: leaves far
+ * away walk the tree and leave the bulk its directory, even leaves of one
+ * ID each, until there are many more of them than of the bulk's.  Never while compact
+ * leaves, which a directory cannot serve, make up most of the tree. */
+static size_t dir_window(const struct idr *idr, const struct leafdir *d,
+			 uint64_t leaf, bool down, uint64_t *first)
 {
-	const struct leafdir *d = dir_of(idr);
-	uint64_t leaf = (index >> NODE_BITS) + dir_skip(idr);
-	uint64_t end = d ? d->first + d->cap : 0; /* past the last leaf covered */
+	uint64_t cap = dir_budget(idr), low;
 
-	if (d && leaf - d->first < d->cap)
+	if (cap < 4 * DIR_MIN_CAP || idr->idr_sparse * 2 > idr->idr_nodes)
 		return 0;
+	if (down)
+		low = leaf > cap / 4 ? leaf - cap / 4 : 0;
+	else
+		low = leaf + 1 + cap / 4 > cap ? leaf + 1 + cap / 4 - cap : 0;
+	low &= ~(uint64_t)(DIR_MIN_CAP - 1);
+	if (d) {
+		uint64_t from = low > d->first ? low : d->first;
+		uint64_t to = low + cap < d->first + d->cap ? low + cap : d->first + d->cap;
+		bool keeps_most = from < to && (to - from) * 2 >= d->cap;
+		if (d->misses < d->cap / 16 || (!keeps_most && d->misses / 4 <= d->present))
+			return 0;
+	}
+	*first = low;
+	return (size_t)cap;
+}
+
+/* Keyed from ID 0, to past leaf @end and @leaf, grown from a keyed @d. */
+static size_t dir_keyed(const struct idr *idr, const struct leafdir *d,
+			uint64_t end, uint64_t leaf, uint64_t *first)
+{
 	if (end <= leaf)
 		end = leaf + 1;
 	uint64_t cap = dir_grown(d && !d->first ? d->cap : 0, end);
-	if (dir_affordable(idr, cap)) {
-		*first = 0;
-		return (size_t)cap;
+	if (cap > dir_budget(idr))
+		return 0;
+	*first = 0;
+	return (size_t)cap;
+}
+
+/* The entries a directory must have for the leaf of @index to be in it,
+ * and in *@first the leaf of its entry 0; or 0 if the present one covers
+ * it or none that does is due.  In order of preference, over every leaf:
+ * keyed from ID 0 (idr_find()'s fast path), else a span, so that an idr
+ * whose IDs sit far above 0 still has one; then the present one with
+ * @index's leaf added; then a window (dir_window()).  A leaf left out
+ * counts as a miss.  A directory that leaves some leaves out asks again
+ * for one over every leaf each time the tree has grown by a quarter. */
+size_t dir_wanted(struct idr *idr, uint64_t index, uint64_t *first)
+{
+	struct leafdir *d = dir_of(idr);
+	uint64_t skip = dir_skip(idr), leaf = (index >> NODE_BITS) + skip;
+	uint64_t end = d ? d->first + d->cap : 0; /* past the last leaf covered */
+	bool covered = d && leaf - d->first < d->cap;
+
+	if (covered && tree_memory(idr) < d->recheck_at)
+		return 0;
+	uint64_t low = tree_edge_leaf(idr, false) + skip;
+	uint64_t top = tree_edge_leaf(idr, true) + skip + 1;
+	if (covered) {
+		d->recheck_at = tree_memory(idr) / 4 * 5;
+		if (d->first <= low && top <= end)
+			return 0;
 	}
-	return dir_span_wanted(idr, d, leaf, first);
+	bool down = d && leaf < d->first;
+	size_t want = dir_keyed(idr, d, top > end ? top : end, leaf, first);
+	if (!want)
+		want = dir_span(idr, low, top, leaf, down, first);
+	if (want || covered)
+		return want;
+	if (d)
+		want = d->first ? dir_span(idr, d->first, end, leaf, down, first) :
+				  dir_keyed(idr, d, end, leaf, first);
+	if (!want)
+		want = dir_window(idr, d, leaf, down, first);
+	if (!want && d)
+		d->misses++;
+	return want;
 }
 
 /* A directory buffer of @cap entries, not yet filled: the stash's spare
@@ -223,6 +294,14 @@ static void dir_retire(struct idr *idr, struct leafdir *d)
 		call_rcu(&d->rcu, free_dir_rcu);
 }
 
+static bool names_a_leaf(const struct leafdir *d)
+{
+	for (size_t j = 0; j < d->cap; j++)
+		if (d->leaf[j] < DIR_TREE)
+			return true;
+	return false;
+}
+
 /* Fill @dir, entry 0 standing for leaf @first, from the tree (the entries
  * the old directory has are already in step), publish it, and retire the
  * old one. */
@@ -236,20 +315,28 @@ void dir_install(struct idr *idr, struct leafdir *dir, uint64_t first)
 	}
 	dir->first = first;
 	dir->keyed = first ? 0 : dir->cap;
-	bool have_base = old != NULL;
-	dir->base = old ? old->base : 0;
+	dir->present = 0;
+	dir->misses = 0;
+	dir->recheck_at = tree_memory(idr) / 4 * 5;
+	/* The old base and entries only if an entry counts from that base: a
+	 * directory built before the tree had a full leaf has no real base,
+	 * and says DIR_TREE for every leaf made since. */
+	const struct leafdir *reuse = old && names_a_leaf(old) ? old : NULL;
+	bool have_base = reuse != NULL;
+	dir->base = reuse ? reuse->base : 0;
 	for (size_t j = 0; j < dir->cap; j++) {
-		uint64_t k = first + j, in_old = old ? k - old->first : UINT64_MAX;
-		if (old && in_old < old->cap) {
-			dir->leaf[j] = old->leaf[in_old];
-			continue;
+		uint64_t k = first + j;
+		if (reuse && k - reuse->first < reuse->cap) {
+			dir->leaf[j] = reuse->leaf[k - reuse->first];
+		} else {
+			const void *word = dir_leaf_word(idr, k);
+			if (!have_base && word && !is_sparse(word)) {
+				dir->base = base_near(word);
+				have_base = true;
+			}
+			dir->leaf[j] = dir_entry(dir, word);
 		}
-		const void *word = dir_leaf_word(idr, k);
-		if (!have_base && word && !is_sparse(word)) {
-			dir->base = base_near(word);
-			have_base = true;
-		}
-		dir->leaf[j] = dir_entry(dir, word);
+		dir->present += dir->leaf[j] != DIR_NONE;
 	}
 	__atomic_store_n(&idr->idr_dir, dir, __ATOMIC_RELEASE);
 	if (old)

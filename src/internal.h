@@ -169,6 +169,9 @@ struct leafdir {
 	uintptr_t base;          /* what entries count from */
 	uint64_t first;          /* the leaf (ID >> 6) of entry 0 */
 	size_t cap;              /* entries */
+	size_t present;          /* writer only: entries other than DIR_NONE */
+	size_t misses;           /* writer only: new leaves it could not take */
+	size_t recheck_at;       /* writer only: tree bytes to look for a whole one at */
 	struct rcu_head rcu;
 	uint32_t leaf[];
 };
@@ -373,7 +376,7 @@ IDR_HIDDEN void report(const char *func, const char *fmt, ...)
 
 /* dir.c */
 IDR_HIDDEN void leaf_store(struct idr *idr, struct leaf_ref ref, void *word);
-IDR_HIDDEN size_t dir_wanted(const struct idr *idr, uint64_t index, uint64_t *first);
+IDR_HIDDEN size_t dir_wanted(struct idr *idr, uint64_t index, uint64_t *first);
 IDR_HIDDEN struct leafdir *dir_obtain(size_t cap, bool may_alloc);
 IDR_HIDDEN void dir_install(struct idr *idr, struct leafdir *dir, uint64_t first);
 IDR_HIDDEN void dir_discard(struct leafdir *dir);
