@@ -179,14 +179,14 @@ static int check_dir(const struct census *c, const struct idr *idr)
 	if (d->keyed != (d->first ? 0 : d->cap))
 		return violation(c, d->first << NODE_BITS, 1,
 				 "lookup directory is neither keyed nor a span");
-	size_t present = 0;
+	size_t named = 0;
 	for (size_t j = 0; j < d->cap; j++) {
 		if (d->leaf[j] != dir_entry(d, dir_leaf_word(idr, d->first + j)))
 			return violation(c, (d->first + j) << NODE_BITS, 1,
 					 "lookup directory disagrees with the tree");
-		present += d->leaf[j] != DIR_NONE;
+		named += d->leaf[j] < DIR_TREE;
 	}
-	if (present != d->present)
+	if (named != d->named)
 		return violation(c, d->first << NODE_BITS, 1,
 				 "lookup directory miscounts its leaves");
 	return 0;

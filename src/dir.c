@@ -110,8 +110,18 @@ void leaf_store(struct idr *idr, struct leaf_ref ref, void *word)
 	if (j >= d->cap)
 		return;
 	uint32_t e = dir_entry(d, word);
-	d->present += (e != DIR_NONE) - (d->leaf[j] != DIR_NONE);
+	d->named += (e < DIR_TREE) - (d->leaf[j] < DIR_TREE);
 	__atomic_store_n(&d->leaf[j], e, __ATOMIC_RELEASE);
+}
+
+/* A full leaf now holds @index: if the directory has no entry for it,
+ * that is a miss, which may move a window (dir_window()). */
+void dir_missed(struct idr *idr, uint64_t index)
+{
+	struct leafdir *d = dir_of(idr);
+
+	if (d && (index >> NODE_BITS) + dir_skip(idr) - d->first >= d->cap)
+		d->misses++;
 }
 
 /* @n entries rounded up to a step of DIR_MIN_CAP. */
@@ -168,19 +178,30 @@ static size_t dir_span(const struct idr *idr, uint64_t low, uint64_t high,
 	return (size_t)cap;
 }
 
+/* Entries of @d that name a leaf outside leaves [@low, @high). */
+static size_t named_outside(const struct leafdir *d, uint64_t low, uint64_t high)
+{
+	size_t n = 0;
+
+	for (size_t j = 0; j < d->cap; j++)
+		n += d->leaf[j] < DIR_TREE && (d->first + j < low || d->first + j >= high);
+	return n;
+}
+
 /* A window as large as the budget allows, with @leaf a quarter of the way
  * in from the side it grows towards: for idrs whose leaves no span can
  * afford to cover, such as a million IDs far above 0 beside a few near it,
  * or a cyclic idr's live IDs beside a few long-lived ones.  It is meant for
- * where most full leaves are, so it moves only after the present one has
- * missed a sixteenth of its size in new leaves (a cost per leaf bounded
- * whatever the pattern), and to a place that does not keep most of the
- * present one's range only once those misses outnumber the leaves it
- * holds four to one: leaves far
- * away walk the tree and leave the bulk its directory, even leaves of one
- * ID each, until there are many more of them than of the bulk's.  Never while compact
- * leaves, which a directory cannot serve, make up most of the tree. */
-static size_t dir_window(const struct idr *idr, const struct leafdir *d,
+ * where most full leaves are, so the present one is weighed only each time
+ * it has missed another 64th of its size in full leaves, and gives way
+ * only when those misses outnumber four to one the leaves the new one
+ * would leave out: a cyclic idr's window moves up as its IDs do, while
+ * leaves far from the bulk, or scattered at random, walk the tree and
+ * leave the bulk its directory.  Each weighing reads the present one
+ * once, and each move copies it: a few entries per miss whatever the
+ * pattern.  Never while compact leaves, which a directory cannot serve,
+ * make up most of the tree. */
+static size_t dir_window(const struct idr *idr, struct leafdir *d,
 			 uint64_t leaf, bool down, uint64_t *first)
 {
 	uint64_t cap = dir_budget(idr), low;
@@ -193,10 +214,11 @@ static size_t dir_window(const struct idr *idr, const struct leafdir *d,
 		low = leaf + 1 + cap / 4 > cap ? leaf + 1 + cap / 4 - cap : 0;
 	low &= ~(uint64_t)(DIR_MIN_CAP - 1);
 	if (d) {
-		uint64_t from = low > d->first ? low : d->first;
-		uint64_t to = low + cap < d->first + d->cap ? low + cap : d->first + d->cap;
-		bool keeps_most = from < to && (to - from) * 2 >= d->cap;
-		if (d->misses < d->cap / 16 || (!keeps_most && d->misses / 4 <= d->present))
+		size_t step = d->cap / 64 ? d->cap / 64 : 1;
+		if (d->misses < d->checked_at + step)
+			return 0;
+		d->checked_at = d->misses;
+		if (d->misses / 4 <= named_outside(d, low, low + cap))
 			return 0;
 	}
 	*first = low;
@@ -251,8 +273,6 @@ size_t dir_wanted(struct idr *idr, uint64_t index, uint64_t *first)
 				  dir_keyed(idr, d, end, leaf, first);
 	if (!want)
 		want = dir_window(idr, d, leaf, down, first);
-	if (!want && d)
-		d->misses++;
 	return want;
 }
 
@@ -294,6 +314,29 @@ static void dir_retire(struct idr *idr, struct leafdir *d)
 		call_rcu(&d->rcu, free_dir_rcu);
 }
 
+/* The leaf-level words of directory entries in ascending order, with one
+ * tree walk per 64 of them, not one each: a window that moves is filled
+ * at the cost of a copy. */
+struct word_cursor {
+	uint64_t group; /* tree leaf >> NODE_BITS of @parent, or UINT64_MAX */
+	const struct idr_node *parent;
+};
+
+static const void *cursor_word(const struct idr *idr, struct word_cursor *c,
+			       uint64_t k)
+{
+	uint64_t skip = dir_skip(idr);
+
+	if (k < skip)
+		return NULL;
+	uint64_t leaf = k - skip;
+	if (leaf >> NODE_BITS != c->group) {
+		c->group = leaf >> NODE_BITS;
+		c->parent = tree_leaf_parent(idr, leaf);
+	}
+	return c->parent ? c->parent->slots[leaf & NODE_MASK] : NULL;
+}
+
 static bool names_a_leaf(const struct leafdir *d)
 {
 	for (size_t j = 0; j < d->cap; j++)
@@ -315,8 +358,9 @@ void dir_install(struct idr *idr, struct leafdir *dir, uint64_t first)
 	}
 	dir->first = first;
 	dir->keyed = first ? 0 : dir->cap;
-	dir->present = 0;
+	dir->named = 0;
 	dir->misses = 0;
+	dir->checked_at = 0;
 	dir->recheck_at = tree_memory(idr) / 4 * 5;
 	/* The old base and entries only if an entry counts from that base: a
 	 * directory built before the tree had a full leaf has no real base,
@@ -324,19 +368,20 @@ void dir_install(struct idr *idr, struct leafdir *dir, uint64_t first)
 	const struct leafdir *reuse = old && names_a_leaf(old) ? old : NULL;
 	bool have_base = reuse != NULL;
 	dir->base = reuse ? reuse->base : 0;
+	struct word_cursor cursor = { .group = UINT64_MAX, .parent = NULL };
 	for (size_t j = 0; j < dir->cap; j++) {
 		uint64_t k = first + j;
 		if (reuse && k - reuse->first < reuse->cap) {
 			dir->leaf[j] = reuse->leaf[k - reuse->first];
 		} else {
-			const void *word = dir_leaf_word(idr, k);
+			const void *word = cursor_word(idr, &cursor, k);
 			if (!have_base && word && !is_sparse(word)) {
 				dir->base = base_near(word);
 				have_base = true;
 			}
 			dir->leaf[j] = dir_entry(dir, word);
 		}
-		dir->present += dir->leaf[j] != DIR_NONE;
+		dir->named += dir->leaf[j] < DIR_TREE;
 	}
 	__atomic_store_n(&idr->idr_dir, dir, __ATOMIC_RELEASE);
 	if (old)

@@ -96,6 +96,8 @@ static int alloc_slow(struct idr *idr, void *ptr, uint64_t index,
 	}
 	if (dir)
 		dir_install(idr, dir, dir_first);
+	else if (!fixed && *slot)
+		dir_missed(idr, index);
 	return 0;
 }
 

@@ -169,9 +169,11 @@ struct leafdir {
 	uintptr_t base;          /* what entries count from */
 	uint64_t first;          /* the leaf (ID >> 6) of entry 0 */
 	size_t cap;              /* entries */
-	size_t present;          /* writer only: entries other than DIR_NONE */
-	size_t misses;           /* writer only: new leaves it could not take */
-	size_t recheck_at;       /* writer only: tree bytes to look for a whole one at */
+	/* Writer only, for dir_wanted(): */
+	size_t named;            /* entries that name a leaf (< DIR_TREE) */
+	size_t misses;           /* full leaves made since, that it has no entry for */
+	size_t checked_at;       /* misses when a window was last weighed */
+	size_t recheck_at;       /* tree bytes to look for one over every leaf at */
 	struct rcu_head rcu;
 	uint32_t leaf[];
 };
@@ -295,6 +297,7 @@ IDR_HIDDEN bool tree_take(struct idr *idr, uint64_t index, bool sparse_ok,
 			  void **old);
 IDR_HIDDEN void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry));
 IDR_HIDDEN void *tree_leaf_word(const struct idr *idr, uint64_t leaf);
+IDR_HIDDEN const struct idr_node *tree_leaf_parent(const struct idr *idr, uint64_t leaf);
 IDR_HIDDEN uint64_t tree_edge_leaf(const struct idr *idr, bool highest);
 IDR_HIDDEN void **hint_claim(struct idr *idr, uint64_t start, uint64_t max,
 			     uint64_t *index);
@@ -376,6 +379,7 @@ IDR_HIDDEN void report(const char *func, const char *fmt, ...)
 
 /* dir.c */
 IDR_HIDDEN void leaf_store(struct idr *idr, struct leaf_ref ref, void *word);
+IDR_HIDDEN void dir_missed(struct idr *idr, uint64_t index);
 IDR_HIDDEN size_t dir_wanted(struct idr *idr, uint64_t index, uint64_t *first);
 IDR_HIDDEN struct leafdir *dir_obtain(size_t cap, bool may_alloc);
 IDR_HIDDEN void dir_install(struct idr *idr, struct leafdir *dir, uint64_t first);

@@ -463,6 +463,17 @@ void *tree_leaf_word(const struct idr *idr, uint64_t leaf)
 	return leaf_word(idr, leaf << NODE_BITS, &p);
 }
 
+/* The node at height 2 whose slot (@leaf & NODE_MASK) holds leaf @leaf's
+ * leaf-level word, or NULL if there is none: one walk serves 64 leaves. */
+const struct idr_node *tree_leaf_parent(const struct idr *idr, uint64_t leaf)
+{
+	struct path p;
+
+	if (!walk_to(idr, leaf << NODE_BITS, &p, 2) || p.height < 2)
+		return NULL;
+	return p.node[2];
+}
+
 /* The number (index >> NODE_BITS) of the lowest leaf-level word, or with
  * @highest the highest: down the lowest (highest) child of each interior
  * node.  0 below height 2. */

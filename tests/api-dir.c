@@ -437,6 +437,169 @@ TEST(a_span_directory_reaches_down_then_gives_way_to_a_keyed_one)
 	CHECK_EQ(tu_settled_live(), 0);
 }
 
+/* How many of the full leaves of IDs [@lo, @hi) the directory names, out
+ * of how many there are (in *@full). */
+static long leaves_named(const struct idr *idr, unsigned long lo, unsigned long hi,
+			 long *full)
+{
+	const struct leafdir *d = dir_load(idr);
+	long named = 0;
+
+	*full = 0;
+	for (uint64_t k = lo >> 6; k <= (hi - 1) >> 6; k++) {
+		const void *word = tree_leaf_word(idr, k);
+		if (!word || is_sparse(word))
+			continue;
+		++*full;
+		named += d && k - d->first < d->cap && d->leaf[k - d->first] < DIR_TREE;
+	}
+	return named;
+}
+
+/* A few IDs near 0 beside many far above: no directory over all of them
+ * is affordable, so the bulk gets a window of its own, and the IDs that
+ * come later near 0, in full leaves or one to a leaf, walk the tree rather
+ * than take it away. */
+TEST(a_few_ids_near_zero_leave_the_bulk_far_above_a_window)
+{
+	enum { FAR = 1 << 24, NEAR_FULL = 40, NEAR_ONES = 400 };
+	static bool present[N];
+	struct idr idr;
+	long full;
+
+	idr_init(&idr);
+	for (long i = 0; i < 3; i++)
+		CHECK_EQ(idr_alloc(&idr, &objs[i], 0, 0, IDR_GFP_KERNEL), i);
+	for (long i = 0; i < N; i++) {
+		CHECK_EQ(idr_alloc(&idr, &objs[i], FAR, 0, IDR_GFP_KERNEL), FAR + i);
+		present[i] = true;
+	}
+	const struct leafdir *d = dir_load(&idr);
+	CHECK(d != NULL && d->first > 0 && d->keyed == 0);
+	CHECK(dir_bytes(d ? d->cap : 0) * 32 <= idr_memory_usage(&idr));
+	CHECK_EQ(leaves_named(&idr, FAR, FAR + N, &full), full);
+	CHECK_EQ(full, (N + 63) / 64);
+	CHECK_EQ(idr_check(&idr), 0);
+	CHECK(lookups_match(&idr, present, N, FAR));
+	for (long i = 3; i < 64 * NEAR_FULL; i++)
+		CHECK_EQ(idr_alloc(&idr, &objs[i], 0, FAR, IDR_GFP_KERNEL), i);
+	for (long k = NEAR_FULL + 1; k <= NEAR_FULL + NEAR_ONES; k++)
+		CHECK_EQ(idr_alloc(&idr, &objs[k], 64 * (int)k, FAR, IDR_GFP_KERNEL), 64 * k);
+	CHECK_EQ(leaves_named(&idr, FAR, FAR + N, &full), full);
+	CHECK_EQ(idr_check(&idr), 0);
+	CHECK(lookups_match(&idr, present, N, FAR));
+	for (long i = 0; i < 64 * NEAR_FULL; i++)
+		CHECK(idr_find(&idr, (unsigned long)i) == &objs[i]);
+	for (long k = NEAR_FULL + 1; k <= NEAR_FULL + NEAR_ONES; k++)
+		CHECK(idr_find(&idr, 64 * (unsigned long)k) == &objs[k]);
+	idr_destroy(&idr);
+	CHECK_EQ(tu_settled_live(), 0);
+}
+
+/* Cyclic IDs beside a long-lived one: the live IDs climb through the ID
+ * space and the window climbs with them, moving a few times per its own
+ * size, and names nearly all their leaves wherever they are. */
+TEST(a_window_follows_cyclic_ids_beside_a_long_lived_one)
+{
+	enum { LIVE = 20000, ROUNDS = 400000 };
+	static unsigned long q[LIVE];
+	struct idr idr;
+	const struct leafdir *last = NULL;
+	long moves = 0, full, worst = 100;
+
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc(&idr, &objs[0], 0, 1, IDR_GFP_KERNEL), 0);
+	for (long i = 0; i < LIVE; i++)
+		q[i] = (unsigned long)idr_alloc_cyclic(&idr, &objs[(i + 1) % N], 1, 0, IDR_GFP_KERNEL);
+	for (long r = 0; r < ROUNDS; r++) {
+		long h = r % LIVE;
+		CHECK(idr_remove(&idr, q[h]) == &objs[q[h] % N]);
+		long id = idr_alloc_cyclic(&idr, &objs[(LIVE + r + 1) % N], 1, 0, IDR_GFP_KERNEL);
+		CHECK_EQ(id, LIVE + r + 1);
+		q[h] = (unsigned long)id;
+		const struct leafdir *d = dir_load(&idr);
+		moves += d != last;
+		last = d;
+		if (r % 5000 == 4999) { /* the oldest live ID is q[h + 1] */
+			long named = leaves_named(&idr, q[(h + 1) % LIVE], (unsigned long)id + 1, &full);
+			if (named * 100 / full < worst)
+				worst = named * 100 / full;
+		}
+	}
+	CHECK(worst >= 90);
+	CHECK(moves < 60);
+	CHECK(last != NULL && last->first > 0);
+	CHECK_EQ(idr_check(&idr), 0);
+	for (long i = 0; i < LIVE; i++)
+		CHECK(idr_find(&idr, q[i]) == &objs[q[i] % N]);
+	CHECK(idr_find(&idr, 0) == &objs[0]);
+	CHECK(idr_find(&idr, q[0] - LIVE) == NULL);
+	idr_destroy(&idr);
+	CHECK_EQ(tu_settled_live(), 0);
+}
+
+/* New leaves far from the window move it only once they outnumber the
+ * leaves it names four to one: until then the bulk keeps it. */
+TEST(a_window_moves_to_far_leaves_once_they_outnumber_its_own)
+{
+	enum { A = 1 << 24, B = 1 << 28, A_LEAVES = 300, B_LEAVES = 2000 };
+	struct idr idr;
+	long full, moved_at = -1;
+
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc(&idr, &objs[0], 0, 1, IDR_GFP_KERNEL), 0);
+	for (long i = 0; i < 64 * A_LEAVES; i++)
+		CHECK_EQ(idr_alloc(&idr, &objs[i + 1], A, 0, IDR_GFP_KERNEL), A + i);
+	CHECK_EQ(leaves_named(&idr, A, A + 64 * A_LEAVES, &full), A_LEAVES);
+	for (long l = 0; l < B_LEAVES; l++) {
+		for (long i = 0; i < 64; i++)
+			CHECK_EQ(idr_alloc(&idr, &objs[i + 1], B, 0, IDR_GFP_KERNEL), B + 64 * l + i);
+		if (l == 4 * A_LEAVES - 1) /* the bulk still has it */
+			CHECK_EQ(leaves_named(&idr, A, A + 64 * A_LEAVES, &full), A_LEAVES);
+		if (moved_at < 0 && leaves_named(&idr, B + 64 * (unsigned long)l,
+						 B + 64 * (unsigned long)l + 1, &full))
+			moved_at = l + 1;
+	}
+	/* One miss per new leaf here (full from its first ID, by objs' odd
+	 * addresses): the move comes after 4 * 300 of them, and a 64th
+	 * of the window's size at most later. */
+	CHECK(moved_at > 4 * A_LEAVES);
+	CHECK(moved_at < 5 * A_LEAVES);
+	CHECK_EQ(leaves_named(&idr, B, B + 64 * B_LEAVES, &full), full);
+	CHECK_EQ(idr_check(&idr), 0);
+	CHECK(idr_find(&idr, A) == &objs[1]);
+	CHECK(idr_find(&idr, B + 64 * B_LEAVES - 1) == &objs[64]);
+	idr_destroy(&idr);
+	CHECK_EQ(tu_settled_live(), 0);
+}
+
+/* IDs allocated at random leave most leaves compact, so the first
+ * directory may be built before any full leaf is in it.  Full leaves that
+ * come later must still be named: a directory with no leaf to count from
+ * takes its base from the first one (it once kept none, and named none of
+ * thousands of full leaves). */
+TEST(random_ids_get_their_full_leaves_named)
+{
+	enum { COUNT = 30000, BITS = 18 };
+	static long aligned[1];
+	struct idr idr;
+	long full;
+
+	idr_init(&idr);
+	srand(7);
+	for (long i = 0; i < COUNT; i++) {
+		long start = ((long)rand() << 8 ^ rand()) & ((1L << BITS) - 1);
+		CHECK(idr_alloc(&idr, aligned, (int)start, 0, IDR_GFP_KERNEL) >= start);
+	}
+	CHECK(has_dir(&idr));
+	long named = leaves_named(&idr, 0, 1UL << BITS, &full);
+	CHECK(full > 1000);
+	CHECK_EQ(named, full);
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+	CHECK_EQ(tu_settled_live(), 0);
+}
+
 /* 32-bit entries: 8-byte words from base; anything else asks the tree. */
 TEST(directory_entries_encode_exactly_the_window)
 {
