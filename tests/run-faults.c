@@ -142,6 +142,47 @@ static int alloc_span(struct idr *idr)
 	return idr_alloc(idr, P, SPAN_FROM, 0, IDR_GFP_KERNEL);
 }
 
+/* ID 0, 300 full leaves from 2^24, then IDs from 2^28 until the one whose
+ * leaf moves the window there: a window is the only directory such an idr
+ * affords, and it moves once the full leaves it misses outnumber its own
+ * four to one (src/dir.c). */
+#define WIN_A (1 << 24)
+#define WIN_B (1 << 28)
+static long window_stays_for = -1; /* IDs from WIN_B before the move */
+
+/* Up to @limit IDs from WIN_B; how many went in before the window moved. */
+static long fill_window(struct idr *idr, long limit)
+{
+	idr_alloc(idr, P, 0, 1, IDR_GFP_KERNEL);
+	for (int i = 0; i < 300 * 64; i++)
+		idr_alloc(idr, P, WIN_A, 0, IDR_GFP_KERNEL);
+	const struct leafdir *d = dir_load(idr);
+	for (long n = 0; n < limit; n++) {
+		idr_alloc(idr, P, WIN_B, 0, IDR_GFP_KERNEL);
+		if (dir_load(idr) != d)
+			return n;
+	}
+	return limit;
+}
+
+static void fill_window_dir(struct idr *idr)
+{
+	if (window_stays_for < 0) {
+		struct idr trial;
+		idr_init(&trial);
+		window_stays_for = fill_window(&trial, 2000 * 64);
+		idr_destroy(&trial);
+		if (window_stays_for < 1200 * 64 || window_stays_for >= 2000 * 64)
+			tu_fail(__FILE__, __LINE__, "the window does not move after 4 x 300 leaves");
+	}
+	fill_window(idr, window_stays_for);
+}
+
+static int alloc_window(struct idr *idr)
+{
+	return idr_alloc(idr, P, WIN_B, 0, IDR_GFP_KERNEL);
+}
+
 static int alloc_low(struct idr *idr)
 {
 	return idr_alloc(idr, P, 0, 0, IDR_GFP_KERNEL);
@@ -173,6 +214,11 @@ static int alloc_cyclic_wrap(struct idr *idr)
 
 TEST(every_allocation_failure_leaves_idr_unchanged)
 {
+	struct idr trial;
+
+	idr_init(&trial); /* window_stays_for, for the last scenario's result */
+	fill_window_dir(&trial);
+	idr_destroy(&trial);
 	const struct scenario s[] = {
 		{ 0, NULL, alloc_low, 0, 1 },
 		{ 0, fill_leaf, alloc_low, 64, 2 },
@@ -194,6 +240,8 @@ TEST(every_allocation_failure_leaves_idr_unchanged)
 		{ 0, fill_dir, alloc_low, DIR_FULL_LEAVES * 64, 3 },
 		/* a leaf and a larger span directory */
 		{ 0, fill_span_dir, alloc_span, SPAN_FROM + SPAN_FULL_LEAVES * 64, 2 },
+		/* a leaf and the window moved to it */
+		{ 0, fill_window_dir, alloc_window, WIN_B + (int)window_stays_for, 2 },
 	};
 	int points = 0;
 
