@@ -115,7 +115,8 @@ void idr_init(struct idr *idr);
  * IDs below @base cost no nodes.  Once the idr is large, its fastest
  * lookup directory spans them too, at 4 bytes per 64 IDs below @base;
  * until then (for ever, with a base of 2^24 or more and a million IDs) a
- * directory over the IDs in use serves lookups, about 1.3x slower.
+ * directory over the IDs in use serves lookups, about 1.3x slower; if a
+ * few IDs sit far from the rest, over the rest.
  * Context: any; the idr must not be in use.  Does not allocate.
  */
 void idr_init_base(struct idr *idr, int base);

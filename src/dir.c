@@ -25,6 +25,10 @@
  * from ID 0.  IDs that sit far above 0 would make it mostly "no leaf", so
  * while a keyed one is not affordable they get a span directory, from the
  * lowest leaf, which idr_find() reaches out of line (dir_lookup_any()).
+ * When no span over every leaf is affordable either (a few IDs far from
+ * the rest), a span as large as allowed covers where the full leaves are
+ * being made, and moves only when they far outnumber what it names
+ * (dir_window()).
  *
  * Why it is optional: it costs 4 bytes per 64 IDs of the range it covers,
  * whether or not they are allocated.  It is built and grown only while it
