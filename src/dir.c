@@ -204,7 +204,7 @@ static size_t named_outside(const struct leafdir *d, uint64_t low, uint64_t high
  * leave the bulk its directory.  Each weighing reads the present one
  * once, and each move copies it: a few entries per miss whatever the
  * pattern.  Never while compact leaves, which a directory cannot serve,
- * make up most of the tree. */
+ * outnumber half the tree's full nodes. */
 static size_t dir_window(const struct idr *idr, struct leafdir *d,
 			 uint64_t leaf, bool down, uint64_t *first)
 {
@@ -247,9 +247,9 @@ static size_t dir_keyed(const struct idr *idr, const struct leafdir *d,
  * it or none that does is due.  In order of preference, over every leaf:
  * keyed from ID 0 (idr_find()'s fast path), else a span, so that an idr
  * whose IDs sit far above 0 still has one; then the present one with
- * @index's leaf added; then a window (dir_window()).  A leaf left out
- * counts as a miss.  A directory that leaves some leaves out asks again
- * for one over every leaf each time the tree has grown by a quarter. */
+ * @index's leaf added; then a window (dir_window()).  A directory that
+ * leaves some leaves out asks again for one over every leaf each time the
+ * tree has grown by a quarter. */
 size_t dir_wanted(struct idr *idr, uint64_t index, uint64_t *first)
 {
 	struct leafdir *d = dir_of(idr);
@@ -341,14 +341,6 @@ static const void *cursor_word(const struct idr *idr, struct word_cursor *c,
 	return c->parent ? c->parent->slots[leaf & NODE_MASK] : NULL;
 }
 
-static bool names_a_leaf(const struct leafdir *d)
-{
-	for (size_t j = 0; j < d->cap; j++)
-		if (d->leaf[j] < DIR_TREE)
-			return true;
-	return false;
-}
-
 /* Fill @dir, entry 0 standing for leaf @first, from the tree (the entries
  * the old directory has are already in step), publish it, and retire the
  * old one. */
@@ -369,7 +361,7 @@ void dir_install(struct idr *idr, struct leafdir *dir, uint64_t first)
 	/* The old base and entries only if an entry counts from that base: a
 	 * directory built before the tree had a full leaf has no real base,
 	 * and says DIR_TREE for every leaf made since. */
-	const struct leafdir *reuse = old && names_a_leaf(old) ? old : NULL;
+	const struct leafdir *reuse = old && old->named ? old : NULL;
 	bool have_base = reuse != NULL;
 	dir->base = reuse ? reuse->base : 0;
 	struct word_cursor cursor = { .group = UINT64_MAX, .parent = NULL };
