@@ -210,7 +210,7 @@ static size_t dir_window(const struct idr *idr, struct leafdir *d,
 {
 	uint64_t cap = dir_budget(idr), low;
 
-	if (cap < 4 * DIR_MIN_CAP || idr->idr_sparse * 2 > idr->idr_nodes)
+	if (cap < 4 * (uint64_t)DIR_MIN_CAP || idr->idr_sparse * 2 > idr->idr_nodes)
 		return 0;
 	if (down)
 		low = leaf > cap / 4 ? leaf - cap / 4 : 0;
