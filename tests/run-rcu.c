@@ -16,6 +16,7 @@
 #include <urcu-bp.h>
 #include <urcu/call-rcu.h>
 
+#include "../src/internal.h" /* which kind of directory an idr has */
 #include "testutil.h"
 
 #define SPACE 1000000
@@ -388,6 +389,62 @@ TEST(directory_changes_never_show_another_ids_object)
 	}
 	CHECK_EQ(race_stop(&race), 0);
 	CHECK(had_dir && lost_dir);
+	idr_destroy(&idr);
+	idr_rcu_barrier();
+}
+
+/* ---- a window moved under readers ---- */
+
+#define WIN_SPACE (1 << 18)
+#define WIN_LIVE 4096
+
+static struct obj win_objs[WIN_SPACE];
+
+static unsigned long win_id(uint64_t *rng)
+{
+	return tu_rand(rng) % WIN_SPACE;
+}
+
+/* ID 0 held, and a cyclic idr's live IDs climbing through [1, WIN_SPACE)
+ * and wrapping: only a window affords to cover them, and it moves every
+ * few leaves as they climb; readers racing the moves and the old windows'
+ * retirement see only the right objects. */
+TEST(window_moves_never_show_another_ids_object)
+{
+	static struct idr idr; /* static, as above */
+	static struct race race = { &idr, win_id, 16, 0, { 0 }, { 0, 0 } };
+	static struct racer me[2];
+	static unsigned long live[WIN_LIVE];
+	unsigned long last = 0;
+	long windows = 0;
+	const struct leafdir *seen = NULL;
+
+	for (unsigned long i = 0; i < WIN_SPACE; i++)
+		win_objs[i].id = i;
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc(&idr, &win_objs[0], 0, 1, IDR_GFP_KERNEL), 0);
+	for (long i = 0; i < WIN_LIVE; i++) {
+		live[i] = ++last;
+		CHECK_EQ(idr_alloc_cyclic(&idr, &win_objs[last], 1, WIN_SPACE, IDR_GFP_KERNEL),
+			 last);
+	}
+	CHECK(race_start(&race, me));
+	for (long r = 0; r < tu_scale(3) * WIN_SPACE; r++) {
+		long h = r % WIN_LIVE;
+		CHECK(idr_remove(&idr, live[h]) == &win_objs[live[h]]);
+		last = last + 1 < WIN_SPACE ? last + 1 : 1;
+		CHECK_EQ(idr_alloc_cyclic(&idr, &win_objs[last], 1, WIN_SPACE, IDR_GFP_KERNEL),
+			 last);
+		live[h] = last;
+		const struct leafdir *d = dir_load(&idr);
+		windows += d != seen && d && d->first > 0;
+		seen = d;
+		if (r % 65536 == 0)
+			CHECK_EQ(idr_check(&idr), 0);
+	}
+	CHECK_EQ(race_stop(&race), 0);
+	CHECK(windows > 40); /* about 60 a pass */
+	CHECK_EQ(idr_check(&idr), 0);
 	idr_destroy(&idr);
 	idr_rcu_barrier();
 }
