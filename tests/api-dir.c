@@ -496,6 +496,33 @@ TEST(a_few_ids_near_zero_leave_the_bulk_far_above_a_window)
 	CHECK_EQ(tu_settled_live(), 0);
 }
 
+/* A span over IDs far above 0 stays when one ID near 0 comes after it: a
+ * keyed directory that covers the new ID is affordable (16 entries), but
+ * leaves out every leaf the span names, so the present one is extended or
+ * kept, never traded for it. */
+TEST(one_id_near_zero_leaves_a_span_in_place)
+{
+	enum { FAR = 1 << 24 };
+	struct idr idr;
+	long full;
+
+	idr_init(&idr);
+	for (long i = 0; i < N; i++)
+		CHECK_EQ(idr_alloc(&idr, &objs[i], FAR, 0, IDR_GFP_KERNEL), FAR + i);
+	CHECK_EQ(leaves_named(&idr, FAR, FAR + N, &full), full);
+	for (long i = 0; i < 64; i++) /* a full leaf at 0 */
+		CHECK_EQ(idr_alloc(&idr, &objs[i], 0, FAR, IDR_GFP_KERNEL), i);
+	const struct leafdir *d = dir_load(&idr);
+	CHECK(d != NULL && d->first > 0);
+	CHECK_EQ(leaves_named(&idr, FAR, FAR + N, &full), full);
+	CHECK_EQ(full, (N + 63) / 64);
+	CHECK_EQ(idr_check(&idr), 0);
+	CHECK(idr_find(&idr, 0) == &objs[0]);
+	CHECK(idr_find(&idr, FAR + N - 1) == &objs[N - 1]);
+	idr_destroy(&idr);
+	CHECK_EQ(tu_settled_live(), 0);
+}
+
 /* Cyclic IDs beside a long-lived one: the live IDs climb through the ID
  * space and the window climbs with them, moving a few times per its own
  * size, and names nearly all their leaves wherever they are. */
