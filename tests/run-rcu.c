@@ -350,15 +350,29 @@ TEST(sparse_lanes_never_show_another_ids_object)
 	idr_destroy(&idr);
 }
 
-/* ---- the lookup directory grown, replaced and dropped under readers ---- */
+/* ---- the lookup directory grown, replaced, dropped and moved under readers ---- */
 
 #define DIR_SPACE (64 * 1024)
+#define WIN_SPACE (1 << 18)
+#define WIN_LIVE 4096
 
-static struct obj dir_objs[DIR_SPACE];
+/* One object per ID, dir_objs[i].id == i, for both races below. */
+static struct obj dir_objs[WIN_SPACE];
+
+static void number_dir_objs(void)
+{
+	for (unsigned long i = 0; i < WIN_SPACE; i++)
+		dir_objs[i].id = i;
+}
 
 static unsigned long dir_id(uint64_t *rng)
 {
 	return tu_rand(rng) % DIR_SPACE;
+}
+
+static unsigned long win_id(uint64_t *rng)
+{
+	return tu_rand(rng) % WIN_SPACE;
 }
 
 TEST(directory_changes_never_show_another_ids_object)
@@ -369,8 +383,7 @@ TEST(directory_changes_never_show_another_ids_object)
 	uint64_t rng = 5;
 	bool had_dir = false, lost_dir = false;
 
-	for (unsigned long i = 0; i < DIR_SPACE; i++)
-		dir_objs[i].id = i;
+	number_dir_objs();
 	idr_init(&idr);
 	CHECK(race_start(&race, me));
 	for (int round = 0; round < tu_scale(12); round++) {
@@ -393,18 +406,6 @@ TEST(directory_changes_never_show_another_ids_object)
 	idr_rcu_barrier();
 }
 
-/* ---- a window moved under readers ---- */
-
-#define WIN_SPACE (1 << 18)
-#define WIN_LIVE 4096
-
-static struct obj win_objs[WIN_SPACE];
-
-static unsigned long win_id(uint64_t *rng)
-{
-	return tu_rand(rng) % WIN_SPACE;
-}
-
 /* ID 0 held, and a cyclic idr's live IDs climbing through [1, WIN_SPACE)
  * and wrapping: only a window affords to cover them, and it moves every
  * few leaves as they climb; readers racing the moves and the old windows'
@@ -419,21 +420,20 @@ TEST(window_moves_never_show_another_ids_object)
 	long windows = 0;
 	const struct leafdir *seen = NULL;
 
-	for (unsigned long i = 0; i < WIN_SPACE; i++)
-		win_objs[i].id = i;
+	number_dir_objs();
 	idr_init(&idr);
-	CHECK_EQ(idr_alloc(&idr, &win_objs[0], 0, 1, IDR_GFP_KERNEL), 0);
+	CHECK_EQ(idr_alloc(&idr, &dir_objs[0], 0, 1, IDR_GFP_KERNEL), 0);
 	for (long i = 0; i < WIN_LIVE; i++) {
 		live[i] = ++last;
-		CHECK_EQ(idr_alloc_cyclic(&idr, &win_objs[last], 1, WIN_SPACE, IDR_GFP_KERNEL),
+		CHECK_EQ(idr_alloc_cyclic(&idr, &dir_objs[last], 1, WIN_SPACE, IDR_GFP_KERNEL),
 			 last);
 	}
 	CHECK(race_start(&race, me));
 	for (long r = 0; r < tu_scale(3) * WIN_SPACE; r++) {
 		long h = r % WIN_LIVE;
-		CHECK(idr_remove(&idr, live[h]) == &win_objs[live[h]]);
+		CHECK(idr_remove(&idr, live[h]) == &dir_objs[live[h]]);
 		last = last + 1 < WIN_SPACE ? last + 1 : 1;
-		CHECK_EQ(idr_alloc_cyclic(&idr, &win_objs[last], 1, WIN_SPACE, IDR_GFP_KERNEL),
+		CHECK_EQ(idr_alloc_cyclic(&idr, &dir_objs[last], 1, WIN_SPACE, IDR_GFP_KERNEL),
 			 last);
 		live[h] = last;
 		const struct leafdir *d = dir_load(&idr);
