@@ -96,6 +96,25 @@ static struct leafdir *dir_of(const struct idr *idr)
 	return idr->idr_dir; /* writer side: the writer is the only one to store it */
 }
 
+/* The directory's number for the leaf of tree index @index. */
+static uint64_t dir_leaf_of(const struct idr *idr, uint64_t index)
+{
+	return (index >> NODE_BITS) + dir_skip(idr);
+}
+
+/* Has @d (if any) an entry for leaf @leaf? */
+static bool dir_covers(const struct leafdir *d, uint64_t leaf)
+{
+	return d && leaf - d->first < d->cap; /* wraps below first */
+}
+
+/* When to look again for a directory over every leaf: once the tree has
+ * grown by a quarter. */
+static size_t dir_recheck_at(const struct idr *idr)
+{
+	return tree_memory(idr) / 4 * 5;
+}
+
 size_t dir_memory(const struct idr *idr)
 {
 	const struct leafdir *d = dir_load(idr);
@@ -106,13 +125,12 @@ size_t dir_memory(const struct idr *idr)
 void leaf_store(struct idr *idr, struct leaf_ref ref, void *word)
 {
 	struct leafdir *d = dir_of(idr);
+	uint64_t leaf = ref.leaf + dir_skip(idr);
 
 	slot_store(ref.slot, word);
-	if (!d)
+	if (!dir_covers(d, leaf))
 		return;
-	uint64_t j = ref.leaf + dir_skip(idr) - d->first; /* wraps below first */
-	if (j >= d->cap)
-		return;
+	uint64_t j = leaf - d->first;
 	uint32_t e = dir_entry(d, word);
 	d->named += (e < DIR_TREE) - (d->leaf[j] < DIR_TREE);
 	__atomic_store_n(&d->leaf[j], e, __ATOMIC_RELEASE);
@@ -124,14 +142,19 @@ void dir_missed(struct idr *idr, uint64_t index)
 {
 	struct leafdir *d = dir_of(idr);
 
-	if (d && (index >> NODE_BITS) + dir_skip(idr) - d->first >= d->cap)
+	if (d && !dir_covers(d, dir_leaf_of(idr, index)))
 		d->misses++;
 }
 
-/* @n entries rounded up to a step of DIR_MIN_CAP. */
+/* @n entries rounded up (down) to a step of DIR_MIN_CAP. */
 static uint64_t dir_round_up(uint64_t n)
 {
 	return (n + DIR_MIN_CAP - 1) / DIR_MIN_CAP * DIR_MIN_CAP;
+}
+
+static uint64_t dir_round_down(uint64_t n)
+{
+	return n / DIR_MIN_CAP * DIR_MIN_CAP;
 }
 
 /* Entries for at least @need, growing from @had: double while small (few
@@ -169,10 +192,10 @@ static size_t dir_span(const struct idr *idr, uint64_t low, uint64_t high,
 		low = leaf;
 	if (high <= leaf)
 		high = leaf + 1;
-	low &= ~(uint64_t)(DIR_MIN_CAP - 1);
+	low = dir_round_down(low);
 	uint64_t room = (high - low) / 4 > DIR_MIN_CAP ? (high - low) / 4 : DIR_MIN_CAP;
 	if (down)
-		low = low > room ? (low - room) & ~(uint64_t)(DIR_MIN_CAP - 1) : 0;
+		low = low > room ? dir_round_down(low - room) : 0;
 	else
 		high += room;
 	uint64_t cap = dir_round_up(high - low);
@@ -216,7 +239,7 @@ static size_t dir_window(const struct idr *idr, struct leafdir *d,
 		low = leaf > cap / 4 ? leaf - cap / 4 : 0;
 	else
 		low = leaf + 1 + cap / 4 > cap ? leaf + 1 + cap / 4 - cap : 0;
-	low &= ~(uint64_t)(DIR_MIN_CAP - 1);
+	low = dir_round_down(low);
 	if (d) {
 		size_t step = d->cap / 64 ? d->cap / 64 : 1;
 		if (d->misses < d->checked_at + step)
@@ -253,16 +276,16 @@ static size_t dir_keyed(const struct idr *idr, const struct leafdir *d,
 size_t dir_wanted(struct idr *idr, uint64_t index, uint64_t *first)
 {
 	struct leafdir *d = dir_of(idr);
-	uint64_t skip = dir_skip(idr), leaf = (index >> NODE_BITS) + skip;
+	uint64_t skip = dir_skip(idr), leaf = dir_leaf_of(idr, index);
 	uint64_t end = d ? d->first + d->cap : 0; /* past the last leaf covered */
-	bool covered = d && leaf - d->first < d->cap;
+	bool covered = dir_covers(d, leaf);
 
 	if (covered && tree_memory(idr) < d->recheck_at)
 		return 0;
 	uint64_t low = tree_edge_leaf(idr, false) + skip;
 	uint64_t top = tree_edge_leaf(idr, true) + skip + 1;
 	if (covered) {
-		d->recheck_at = tree_memory(idr) / 4 * 5;
+		d->recheck_at = dir_recheck_at(idr);
 		if (d->first <= low && top <= end)
 			return 0;
 	}
@@ -357,7 +380,7 @@ void dir_install(struct idr *idr, struct leafdir *dir, uint64_t first)
 	dir->named = 0;
 	dir->misses = 0;
 	dir->checked_at = 0;
-	dir->recheck_at = tree_memory(idr) / 4 * 5;
+	dir->recheck_at = dir_recheck_at(idr);
 	/* The old base and entries only if an entry counts from that base: a
 	 * directory built before the tree had a full leaf has no real base,
 	 * and says DIR_TREE for every leaf made since. */
@@ -367,7 +390,7 @@ void dir_install(struct idr *idr, struct leafdir *dir, uint64_t first)
 	struct word_cursor cursor = { .group = UINT64_MAX, .parent = NULL };
 	for (size_t j = 0; j < dir->cap; j++) {
 		uint64_t k = first + j;
-		if (reuse && k - reuse->first < reuse->cap) {
+		if (dir_covers(reuse, k)) {
 			dir->leaf[j] = reuse->leaf[k - reuse->first];
 		} else {
 			const void *word = cursor_word(idr, &cursor, k);
