@@ -165,7 +165,9 @@ static long fill_window(struct idr *idr, long limit)
 	return limit;
 }
 
-static void fill_window_dir(struct idr *idr)
+/* How many IDs from WIN_B go in before the window moves: found once, on a
+ * trial idr. */
+static long window_moves_after(void)
 {
 	if (window_stays_for < 0) {
 		struct idr trial;
@@ -175,7 +177,12 @@ static void fill_window_dir(struct idr *idr)
 		if (window_stays_for < 1200 * 64 || window_stays_for >= 2000 * 64)
 			tu_fail(__FILE__, __LINE__, "the window does not move after 4 x 300 leaves");
 	}
-	fill_window(idr, window_stays_for);
+	return window_stays_for;
+}
+
+static void fill_window_dir(struct idr *idr)
+{
+	fill_window(idr, window_moves_after());
 }
 
 static int alloc_window(struct idr *idr)
@@ -214,11 +221,6 @@ static int alloc_cyclic_wrap(struct idr *idr)
 
 TEST(every_allocation_failure_leaves_idr_unchanged)
 {
-	struct idr trial;
-
-	idr_init(&trial); /* window_stays_for, for the last scenario's result */
-	fill_window_dir(&trial);
-	idr_destroy(&trial);
 	const struct scenario s[] = {
 		{ 0, NULL, alloc_low, 0, 1 },
 		{ 0, fill_leaf, alloc_low, 64, 2 },
@@ -241,7 +243,7 @@ TEST(every_allocation_failure_leaves_idr_unchanged)
 		/* a leaf and a larger span directory */
 		{ 0, fill_span_dir, alloc_span, SPAN_FROM + SPAN_FULL_LEAVES * 64, 2 },
 		/* a leaf and the window moved to it */
-		{ 0, fill_window_dir, alloc_window, WIN_B + (int)window_stays_for, 2 },
+		{ 0, fill_window_dir, alloc_window, WIN_B + (int)window_moves_after(), 2 },
 	};
 	int points = 0;
 
