@@ -39,16 +39,14 @@ static bool has_handles(const struct idr *idr)
 	return idr_kind(idr) == KIND_GEN;
 }
 
-/* @id's leaf, reader-safe; NULL if no leaf covers it. */
+/* @id's leaf, reader-safe; NULL if no leaf covers it.  The directory
+ * first, as idr_find() does: a dense idr's lookups then read neither the
+ * root nor the height.  An ID below the base needs no test of its own: its
+ * leaf, if any, is the base's, where it is never allocated (free). */
 static struct idr_node *find_leaf(const struct idr *idr, uint64_t id)
 {
-	uintptr_t root = root_load(idr);
-	unsigned h = root_height(root);
-	uint64_t index = id - idr_origin(idr);
-
-	if (id < idr->idr_base || !h || index >= span(h))
-		return NULL;
 	void **slot;
+
 	switch (dir_lookup_any(idr, id, &slot)) {
 	case DIR_LEAF:
 		return slot_leaf(slot, id);
@@ -57,6 +55,12 @@ static struct idr_node *find_leaf(const struct idr *idr, uint64_t id)
 	case DIR_ASK_TREE:
 		break;
 	}
+	uintptr_t root = root_load(idr);
+	unsigned h = root_height(root);
+	uint64_t index = id - idr_origin(idr);
+
+	if (!h || index >= span(h))
+		return NULL;
 	struct idr_node *node = root_node(root);
 	for (unsigned shift = NODE_BITS * (h - 1); node && shift;
 	     shift -= NODE_BITS)
@@ -78,8 +82,10 @@ int idr_alloc_handle(struct idr *idr, void *ptr, int start, int end,
 	if (!has_handles(idr))
 		return -EINVAL;
 	int id = idr_alloc(idr, ptr, start, end, gfp);
+	/* The tick just stamped on the new slot: no lookup of what the
+	 * writer, which holds the lock, has just written. */
 	if (id >= 0)
-		*handle = idr_handle_of(idr, (unsigned)id);
+		*handle = idr_handle_make((uint32_t)id, idr->idr_clock);
 	return id;
 }
 

@@ -391,6 +391,42 @@ TEST(handles_far_above_zero_resolve_through_a_span_directory)
 	CHECK_EQ(tu_settled_live(), 0);
 }
 
+/* Handle lookups ask a keyed directory before the tree, and the slots
+ * of the base's leaf below the base still have no handle. */
+TEST(handles_below_the_base_stay_none_beside_a_keyed_directory)
+{
+	enum { BASE = 5, COUNT = 20000 };
+	static idr_handle_t h[COUNT];
+	struct idr idr;
+
+	idr_init_flags(&idr, BASE, IDR_F_HANDLES);
+	for (long i = 0; i < COUNT; i++)
+		CHECK_EQ(idr_alloc_handle(&idr, &objs[i], 0, 0, IDR_GFP_KERNEL, &h[i]), BASE + i);
+	const struct leafdir *d = dir_load(&idr);
+	CHECK(d != NULL && d->first == 0 && d->keyed > COUNT / 64);
+	if (!d)
+		return;
+	for (unsigned id = 0; id < BASE; id++) {
+		CHECK_EQ(idr_handle_of(&idr, id), 0);
+		CHECK(idr_find_handle(&idr, idr_handle_make(id, 0)) == NULL);
+		CHECK(idr_find_handle(&idr, idr_handle_make(id, idr_handle_gen(h[0]))) == NULL);
+	}
+	for (long i = 0; i < COUNT; i++)
+		CHECK(idr_find_handle(&idr, h[i]) == &objs[i]);
+	/* The directory answers first: an entry made to say "no leaf" is
+	 * believed. */
+	uint32_t *entry = (uint32_t *)&d->leaf[1];
+	uint32_t saved = *entry;
+	*entry = DIR_NONE;
+	CHECK(idr_find_handle(&idr, h[64 - BASE]) == NULL);
+	CHECK_EQ(idr_handle_of(&idr, 64), 0);
+	*entry = saved;
+	CHECK(idr_find_handle(&idr, h[64 - BASE]) == &objs[64 - BASE]);
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+	CHECK_EQ(tu_settled_live(), 0);
+}
+
 /* A span directory reaches down to a leaf below its first one when that
  * stays affordable, and gives way to a keyed one once the IDs from 0
  * outweigh the range below. */
