@@ -320,14 +320,48 @@ void *idr_replace(struct idr *idr, void *ptr, unsigned long id)
 	return err ? IDR_ERR_PTR(err) : old;
 }
 
+/* Through the directory, the first non-NULL entry at or after ID @id in
+ * @id's leaf: DIR_LEAF with *@found and *@entry set; DIR_NO_LEAF if that
+ * leaf has none there (or does not exist); DIR_ASK_TREE if the directory
+ * cannot tell.  A dense idr's idr_for_each_entry() then costs a scan of
+ * the leaf per entry, not a walk from the root. */
+static enum dir_answer next_in_leaf(const struct idr *idr, uint64_t id,
+				    uint64_t *found, void **entry)
+{
+	void **slot;
+	enum dir_answer a = dir_lookup_any(idr, id, &slot);
+
+	if (a != DIR_LEAF)
+		return a;
+	for (unsigned off = (unsigned)(id & NODE_MASK); off < NODE_SLOTS; off++, slot++) {
+		void *e = slot_load(slot);
+		if (e) {
+			*found = id - (id & NODE_MASK) + off;
+			*entry = e;
+			return DIR_LEAF;
+		}
+	}
+	return DIR_NO_LEAF;
+}
+
 void *idr_get_next(const struct idr *idr, int *nextid)
 {
 	void *entry = NULL;
-	uint64_t origin = idr_origin(idr);
+	uint64_t origin = idr_origin(idr), found;
 
 	if (*nextid < 0)
 		return NULL;
 	uint64_t start = (uint64_t)*nextid < origin ? 0 : (uint64_t)*nextid - origin;
+	switch (next_in_leaf(idr, start + origin, &found, &entry)) {
+	case DIR_LEAF:
+		*nextid = (int)found; /* a leaf never straddles INT_MAX */
+		return entry;
+	case DIR_NO_LEAF:
+		start = (start | NODE_MASK) + 1;
+		break;
+	case DIR_ASK_TREE:
+		break;
+	}
 	uint64_t index = tree_next_entry(idr, start, INT_MAX - origin, &entry);
 	if (index == INDEX_NONE)
 		return NULL;
@@ -335,20 +369,25 @@ void *idr_get_next(const struct idr *idr, int *nextid)
 	return entry;
 }
 
+struct each_call {
+	int (*fn)(int id, void *p, void *data);
+	void *data;
+	uint64_t origin;
+};
+
+static int call_each(uint64_t index, void *entry, void *ctx)
+{
+	const struct each_call *c = ctx;
+
+	return c->fn((int)(index + c->origin), entry, c->data);
+}
+
 int idr_for_each(const struct idr *idr, int (*fn)(int id, void *p, void *data),
 		 void *data)
 {
-	uint64_t origin = idr_origin(idr), last = INT_MAX - origin;
-	void *entry;
+	struct each_call c = { fn, data, idr_origin(idr) };
 
-	for (uint64_t index = 0;
-	     (index = tree_next_entry(idr, index, last, &entry)) != INDEX_NONE;
-	     index++) {
-		int ret = fn((int)(index + origin), entry, data);
-		if (ret)
-			return ret;
-	}
-	return 0;
+	return tree_for_each(idr, 0, INT_MAX - c.origin, call_each, &c);
 }
 
 bool idr_is_empty(const struct idr *idr)

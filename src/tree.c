@@ -714,9 +714,30 @@ void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry))
 	__atomic_store_n(&idr->idr_sparse, 0, __ATOMIC_RELAXED);
 }
 
-static uint64_t subtree_next(const struct idr_node *n, unsigned h,
-			     uint64_t base, uint64_t start, uint64_t last,
-			     void **entry)
+/* The entries of sparse leaf-level @word, whose leaf starts at @base, in
+ * [@start, @last]. */
+static int sparse_each(const void *word, uint64_t base, uint64_t start,
+		       uint64_t last, tree_visit_fn fn, void *ctx)
+{
+	unsigned from = base > start ? 0 : (unsigned)(start - base), off;
+	void *entry;
+
+	while (from < NODE_SLOTS && sparse_next(word, from, &off, &entry)) {
+		if (base + off > last)
+			return 0;
+		int ret = fn(base + off, entry, ctx);
+		if (ret)
+			return ret;
+		from = off + 1;
+	}
+	return 0;
+}
+
+/* The entries of @n's subtree (height @h, its first index @base) in
+ * [@start, @last], in order, to @fn until it returns nonzero.  One walk:
+ * a leaf's entries cost a slot load each, not a descent from the root. */
+static int subtree_each(const struct idr_node *n, unsigned h, uint64_t base,
+			uint64_t start, uint64_t last, tree_visit_fn fn, void *ctx)
 {
 	unsigned shift = NODE_BITS * (h - 1);
 
@@ -726,37 +747,53 @@ static uint64_t subtree_next(const struct idr_node *n, unsigned h,
 		if (cbase > last)
 			break;
 		void *child = slot_load(&n->slots[o]);
+		int ret;
 		if (!child)
 			continue;
-		if (h == 1) {
-			*entry = child;
-			return cbase;
-		}
-		if (h == 2 && is_sparse(child)) {
-			unsigned from = cbase > start ? 0 : (unsigned)(start - cbase);
-			unsigned got;
-			if (sparse_next(child, from, &got, entry))
-				return cbase + got <= last ? cbase + got : INDEX_NONE;
-			continue;
-		}
-		uint64_t found = subtree_next(child, h - 1, cbase,
-					      cbase > start ? cbase : start,
-					      last, entry);
-		if (found != INDEX_NONE)
-			return found;
+		if (h == 1)
+			ret = fn(cbase, child, ctx);
+		else if (h == 2 && is_sparse(child))
+			ret = sparse_each(child, cbase, start, last, fn, ctx);
+		else
+			ret = subtree_each(child, h - 1, cbase,
+					   cbase > start ? cbase : start, last, fn, ctx);
+		if (ret)
+			return ret;
 	}
-	return INDEX_NONE;
+	return 0;
 }
 
-/* The first index in [@index, @last] whose leaf slot is non-NULL, with the
- * entry in *@entry; INDEX_NONE if none.  Safe for lockless readers. */
-uint64_t tree_next_entry(const struct idr *idr, uint64_t index, uint64_t last,
-			 void **entry)
+int tree_for_each(const struct idr *idr, uint64_t index, uint64_t last,
+		  tree_visit_fn fn, void *ctx)
 {
 	uintptr_t root = root_load(idr);
 	unsigned h = root_height(root);
 
 	if (!h || index >= span(h) || index > last)
-		return INDEX_NONE;
-	return subtree_next(root_node(root), h, 0, index, last, entry);
+		return 0;
+	return subtree_each(root_node(root), h, 0, index, last, fn, ctx);
+}
+
+struct first_entry {
+	uint64_t index;
+	void *entry;
+};
+
+static int take_first(uint64_t index, void *entry, void *ctx)
+{
+	struct first_entry *f = ctx;
+
+	f->index = index;
+	f->entry = entry;
+	return 1;
+}
+
+uint64_t tree_next_entry(const struct idr *idr, uint64_t index, uint64_t last,
+			 void **entry)
+{
+	struct first_entry f = { INDEX_NONE, NULL };
+
+	if (tree_for_each(idr, index, last, take_first, &f))
+		*entry = f.entry;
+	return f.index;
 }

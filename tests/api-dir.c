@@ -9,6 +9,7 @@
  * believe it, so the directory is known to be the path they took.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "../src/internal.h"
 #include "testutil.h"
@@ -682,4 +683,89 @@ TEST(directory_entries_encode_exactly_the_window)
 	CHECK_EQ(dir_entry(&d, b + unit + 4), DIR_TREE); /* not a unit */
 	CHECK_EQ(dir_entry(&d, b + 64 * unit + TAG_SINGLE), DIR_TREE);
 	CHECK_EQ(dir_entry(&d, b + 64 * unit + TAG_COMPACT), DIR_TREE);
+}
+
+struct seq {
+	long got[N];
+	long n;
+	bool wrong_ptr;
+};
+
+static int record_id(int id, void *p, void *data)
+{
+	struct seq *s = data;
+
+	s->wrong_ptr |= p != &objs[id - 5];
+	s->got[s->n++] = id;
+	return 0;
+}
+
+/* Iteration through the directory: idr_get_next() scans the leaf the
+ * directory names, idr_for_each() walks the tree once, and both give
+ * exactly the live IDs in order, from a base, with holes, up to the end. */
+TEST(iteration_scans_the_leaves_the_directory_names)
+{
+	enum { BASE = 5, COUNT = 20000 };
+	static struct seq s;
+	static long want[COUNT];
+	struct idr idr;
+	long nwant = 0;
+
+	idr_init_base(&idr, BASE);
+	for (long i = 0; i < COUNT; i++)
+		CHECK_EQ(idr_alloc(&idr, &objs[i], 0, 0, IDR_GFP_KERNEL), BASE + i);
+	for (long i = 0; i < COUNT; i++) {
+		if (i % 3 == 0 || (i >= 640 && i < 704))
+			idr_remove(&idr, (unsigned long)(BASE + i)); /* and one whole leaf */
+		else
+			want[nwant++] = BASE + i;
+	}
+	const struct leafdir *d = dir_load(&idr);
+	CHECK(d != NULL && d->keyed > COUNT / 64);
+	if (!d)
+		return;
+
+	s.n = 0;
+	CHECK_EQ(idr_for_each(&idr, record_id, &s), 0);
+	CHECK_EQ(s.n, nwant);
+	CHECK(!s.wrong_ptr);
+	CHECK(memcmp(s.got, want, (size_t)nwant * sizeof(long)) == 0);
+
+	void *p;
+	int id;
+	s.n = 0;
+	s.wrong_ptr = false;
+	idr_for_each_entry(&idr, p, id)
+		record_id(id, p, &s);
+	CHECK_EQ(s.n, nwant);
+	CHECK(!s.wrong_ptr);
+	CHECK(memcmp(s.got, want, (size_t)nwant * sizeof(long)) == 0);
+
+	/* From every ID, and from past the last one. */
+	long k = 0;
+	for (long from = 0; from < BASE + COUNT + 70; from++) {
+		while (k < nwant && want[k] < from)
+			k++;
+		id = (int)from;
+		p = idr_get_next(&idr, &id);
+		if (k < nwant)
+			CHECK(p == &objs[want[k] - BASE] && id == want[k]);
+		else
+			CHECK(p == NULL && id == from);
+	}
+
+	/* The directory answers first: a leaf whose entry is made to say "no
+	 * leaf" is skipped, and one that says "ask the tree" is found. */
+	uint32_t *entry = (uint32_t *)&d->leaf[2]; /* IDs 128..191 */
+	uint32_t saved = *entry;
+	*entry = DIR_NONE;
+	id = 130;
+	CHECK(idr_get_next(&idr, &id) == &objs[192 - BASE] && id == 192);
+	*entry = DIR_TREE;
+	id = 130;
+	CHECK(idr_get_next(&idr, &id) == &objs[130 - BASE] && id == 130);
+	*entry = saved;
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+	CHECK_EQ(tu_settled_live(), 0);
 }

@@ -261,16 +261,58 @@ TEST(removed_nodes_wait_for_readers)
 #define OFFS 7 /* offsets 1..7: leaves go singleton, compact, full, back */
 
 /* Two readers racing a writer on one idr: each looks up IDs from @pick,
- * @per_section to a read-side section, and counts every object it finds
- * under an ID that is not the object's own. */
+ * and the next entry from each, @per_section to a read-side section, and
+ * every 16th section walks the whole idr with idr_for_each(); it counts
+ * every object it finds under an ID that is not the object's own, every
+ * walk out of order, and every walk that misses ID @keep (>= 0), which
+ * the writer never removes. */
 struct race {
 	struct idr *idr;
 	unsigned long (*pick)(uint64_t *rng);
 	int per_section;
+	long keep;
 	int stop;
 	pthread_t thread[2];
 	long bad[2];
 };
+
+struct walk {
+	long last; /* the last ID visited, -1 before the first */
+	bool wrong, saw_keep;
+	long keep;
+};
+
+static int walk_visit(int id, void *p, void *data)
+{
+	struct walk *w = data;
+	const struct obj *o = p;
+
+	w->wrong |= o->id != (unsigned long)id || id <= w->last;
+	w->saw_keep |= id == w->keep;
+	w->last = id;
+	return 0;
+}
+
+/* What one section of @r's reader gets wrong. */
+static long race_section(const struct race *r, uint64_t *rng, bool walk)
+{
+	long bad = 0;
+
+	for (int i = 0; i < r->per_section; i++) {
+		unsigned long id = r->pick(rng);
+		const struct obj *o = idr_find(r->idr, id);
+		bad += o && o->id != id; /* another ID's object */
+		int next = (int)id;
+		o = idr_get_next(r->idr, &next);
+		bad += o && (o->id != (unsigned long)next || next < (int)id);
+	}
+	if (walk) {
+		struct walk w = { -1, false, false, r->keep };
+		idr_for_each(r->idr, walk_visit, &w);
+		bad += w.wrong || (r->keep >= 0 && !w.saw_keep);
+	}
+	return bad;
+}
 
 struct racer {
 	struct race *race;
@@ -284,14 +326,9 @@ static void *race_reader(void *arg)
 	uint64_t rng = (uint64_t)me->n * 7919 + 1;
 	long bad = 0;
 
-	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+	for (long n = 0; !__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE); n++) {
 		idr_rcu_read_lock();
-		for (int i = 0; i < r->per_section; i++) {
-			unsigned long id = r->pick(&rng);
-			const struct obj *o = idr_find(r->idr, id);
-			if (o && o->id != id)
-				bad++; /* another ID's object */
-		}
+		bad += race_section(r, &rng, n % 16 == 15);
 		idr_rcu_read_unlock();
 	}
 	r->bad[me->n] = bad;
@@ -328,7 +365,7 @@ TEST(sparse_lanes_never_show_another_ids_object)
 {
 	/* static: a failed check returns while the readers still run */
 	static struct idr idr;
-	static struct race race = { &idr, sparse_id, 1, 0, { 0 }, { 0, 0 } };
+	static struct race race = { &idr, sparse_id, 1, 0, 0, { 0 }, { 0, 0 } };
 	static struct racer me[2];
 	uint64_t rng = 17;
 
@@ -378,7 +415,7 @@ static unsigned long win_id(uint64_t *rng)
 TEST(directory_changes_never_show_another_ids_object)
 {
 	static struct idr idr; /* static, as above */
-	static struct race race = { &idr, dir_id, 16, 0, { 0 }, { 0, 0 } };
+	static struct race race = { &idr, dir_id, 16, -1, 0, { 0 }, { 0, 0 } };
 	static struct racer me[2];
 	uint64_t rng = 5;
 	bool had_dir = false, lost_dir = false;
@@ -413,7 +450,7 @@ TEST(directory_changes_never_show_another_ids_object)
 TEST(window_moves_never_show_another_ids_object)
 {
 	static struct idr idr; /* static, as above */
-	static struct race race = { &idr, win_id, 16, 0, { 0 }, { 0, 0 } };
+	static struct race race = { &idr, win_id, 16, 0, 0, { 0 }, { 0, 0 } };
 	static struct racer me[2];
 	static unsigned long live[WIN_LIVE];
 	unsigned long last = 0;
