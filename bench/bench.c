@@ -40,7 +40,7 @@ struct plan {
 };
 
 enum metric {
-	M_DENSE, M_SEQ, M_RAND, M_CHAIN, M_HALF, M_REFILL, M_CYCLIC,
+	M_DENSE, M_SEQ, M_RAND, M_CHAIN, M_ITER, M_HALF, M_ITER_SPARSE, M_REFILL, M_CYCLIC,
 	M_BYTES_DENSE, M_SELF_DENSE, M_BYTES_SPARSE, M_SELF_SPARSE, M_COUNT
 };
 
@@ -175,6 +175,15 @@ static inline void *libidr_find(void *t, uint64_t key)
 {
 	return idr_find(t, (unsigned long)key);
 }
+/* The next entry from *@id on, as idr_for_each_entry() gets it. */
+static inline void *libidr_next(void *t, long *id)
+{
+	int k = (int)*id;
+	void *p = idr_get_next(t, &k);
+
+	*id = k;
+	return p;
+}
 static inline void *libidr_remove(void *t, long id)
 {
 	return idr_remove(t, (unsigned long)id);
@@ -197,6 +206,7 @@ static void *handles_create(void)
 #define handles_settle libidr_settle
 #define handles_cyclic libidr_cyclic
 #define handles_remove libidr_remove
+#define handles_next libidr_next
 #define handles_self libidr_self
 static inline long handles_alloc(void *t, void *p, long start, long end)
 {
@@ -250,6 +260,13 @@ static inline uint64_t flatbe_key(void *t, long id)
 static inline void *flatbe_find(void *t, uint64_t key)
 {
 	return flat_find(t, key);
+}
+static inline void *flatbe_next(void *t, long *id)
+{
+	size_t k = flat_next(t, (size_t)*id);
+
+	*id = (long)k;
+	return flat_find(t, k);
 }
 static inline void *flatbe_remove(void *t, long id)
 {
@@ -311,6 +328,17 @@ static inline void *judy_find(void *t, uint64_t key)
 
 	JLG(v, *(Pvoid_t *)t, (Word_t)key);
 	return v ? (void *)*v : NULL;
+}
+static inline void *judy_next(void *t, long *id)
+{
+	Word_t idx = (Word_t)*id;
+	PWord_t v;
+
+	JLF(v, *(Pvoid_t *)t, idx);
+	if (!v)
+		return NULL;
+	*id = (long)idx;
+	return (void *)*v;
 }
 static inline void *judy_remove(void *t, long id)
 {
@@ -802,7 +830,8 @@ static void emit(const char *fmt, ...)
 
 static const char *const metric_names[M_COUNT] = {
 	"dense alloc, ns/ID", "sequential lookup, ns", "random lookup, ns",
-	"dependent-chain lookup, ns", "remove half + re-alloc, ns/op",
+	"dependent-chain lookup, ns", "iterate all in ID order, ns/ID",
+	"remove half + re-alloc, ns/op", "iterate after 99% removed, ns/survivor",
 	"refill 99% holes, ns/ID", "cyclic remove+alloc, ns/op",
 	"heap, dense, bytes/ID", "  self-reported, bytes/ID",
 	"heap after 99% removed, B/survivor", "  self-reported, B/survivor",

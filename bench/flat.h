@@ -88,6 +88,18 @@ static inline void *flat_find(const struct flat *f, size_t id)
 	return id < f->cap ? f->slot[id] : NULL;
 }
 
+/* The lowest used ID >= @id, or the capacity if none: a scan of the used
+ * bitmap, a word at a time. */
+static inline size_t flat_next(const struct flat *f, size_t id)
+{
+	for (size_t w = id / 64; w * 64 < f->cap; w++) {
+		uint64_t bits = f->used[w] & (w == id / 64 ? ~(uint64_t)0 << (id % 64) : ~(uint64_t)0);
+		if (bits)
+			return w * 64 + (size_t)__builtin_ctzll(bits);
+	}
+	return f->cap;
+}
+
 /* The same, out of line (flatcall.c). */
 void *flat_find_call(const struct flat *f, size_t id);
 

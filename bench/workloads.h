@@ -7,11 +7,28 @@
  * A backend provides BE_create, BE_destroy, BE_settle (wait for deferred
  * frees), BE_alloc(t, ptr, start, end) -> lowest free ID in [start, end) or
  * < 0, BE_cyclic(t, ptr, end, &cursor), BE_key(t, id) -> what lookups pass,
- * BE_find(t, key) and BE_remove(t, id).
+ * BE_find(t, key), BE_next(t, &id) -> the entry of the lowest ID >= id (id
+ * set to it) or NULL, and BE_remove(t, id).
  */
 #define CAT2(a, b) a##_##b
 #define CAT(a, b) CAT2(a, b)
 #define F(name) CAT(BE, name)
+
+/* Every entry in ID order: ns taken, their pointers' sum in *@sum and
+ * their number in *@seen. */
+static long F(iterate)(void *t, uint64_t *sum, long *seen)
+{
+	long t0 = now_ns();
+	void *p;
+
+	*sum = 0;
+	*seen = 0;
+	for (long id = 0; (p = F(next)(t, &id)) != NULL; id++) {
+		*sum += (uintptr_t)p;
+		++*seen;
+	}
+	return now_ns() - t0;
+}
 
 /* One repetition of the core workloads; results in @r, false if any result
  * was wrong. */
@@ -57,6 +74,9 @@ static bool F(core)(const struct plan *pl, struct sample *r)
 		key = ((const struct obj *)F(find)(t, key))->next;
 	r->v[M_CHAIN] = (double)(now_ns() - t0) / (double)n;
 	VERIFY(key == pl->key_seq[0]); /* one cycle through every ID */
+	long seen;
+	r->v[M_ITER] = (double)F(iterate)(t, &sum, &seen) / (double)n;
+	VERIFY(sum == pl->obj_sum && seen == n);
 
 	if (!F(removes)) {
 		F(destroy)(t);
@@ -81,6 +101,11 @@ static bool F(core)(const struct plan *pl, struct sample *r)
 	F(settle)();
 	r->v[M_BYTES_SPARSE] = (double)(heap_bytes() - h0) / (double)(n - gone);
 	r->v[M_SELF_SPARSE] = (double)F(self)(t) / (double)(n - gone);
+	uint64_t left_sum = 0;
+	for (long j = gone; j < n; j++)
+		left_sum += (uintptr_t)&pl->obj[pl->perm[j]];
+	r->v[M_ITER_SPARSE] = (double)F(iterate)(t, &sum, &seen) / (double)(n - gone);
+	VERIFY(sum == left_sum && seen == n - gone);
 	t0 = now_ns();
 	for (long j = 0; j < gone; j++)
 		VERIFY(F(alloc)(t, &pl->obj[pl->sorted_gone[j]], 0, LONG_MAX) ==
