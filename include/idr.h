@@ -283,7 +283,8 @@ static inline int idr_ptr_err(const void *p)
 
 /**
  * idr_for_each - call @fn(id, ptr, @data) for each non-NULL entry.
- * @fn must not modify the idr.
+ * @fn must not modify the idr.  One walk of the tree: cheaper per entry
+ * than a loop of idr_get_next(), which must find its place again each call.
  * Context: RCU read-side section or writer lock.  Does not allocate.
  * Return: 0 after visiting every entry, or the first nonzero value @fn
  *         returned (iteration stops there).
@@ -293,6 +294,8 @@ int idr_for_each(const struct idr *idr, int (*fn)(int id, void *p, void *data),
 
 /**
  * idr_get_next - the first non-NULL entry whose ID is >= *@nextid.
+ * On a dense idr the lookup directory takes it straight to *@nextid's leaf;
+ * elsewhere it walks down from the root.
  * Context: RCU read-side section or writer lock.  Does not allocate.
  * Return: the entry, with *@nextid set to its ID; NULL (and *@nextid
  *         unchanged) if there is none, or if *@nextid < 0.
