@@ -504,11 +504,37 @@ static bool word_get(const void *word, unsigned off, void **value)
 	return !(leaf->free & bit(off));
 }
 
-/* Store @ptr under allocated @index with one walk, the old value in *@old.
- * -ENOENT if @index is not allocated; -ENOMEM as sparse_set(), with
- * nothing changed. */
+/* What a removal or replace without a walk did. */
+enum take { TAKEN, NOT_ALLOCATED, NEEDS_WALK };
+
+/* The common replace, without a walk: the directory names @index's full
+ * leaf.  A non-NULL slot is allocated, so only a NULL one needs the free
+ * bitmap, which sits in another cache line: a replace of a random ID then
+ * costs the slot's miss alone.  NEEDS_WALK if the directory cannot tell. */
+static enum take replace_in_leaf(struct idr *idr, uint64_t index, void *ptr,
+				 void **old)
+{
+	void **slot;
+
+	if (dir_lookup_any(idr, index + idr_origin(idr), &slot) != DIR_LEAF)
+		return NEEDS_WALK;
+	void *was = *slot;
+	if (!was && slot_leaf(slot, index)->free & bit(index & NODE_MASK))
+		return NOT_ALLOCATED;
+	*old = was;
+	slot_store(slot, ptr);
+	return TAKEN;
+}
+
+/* Store @ptr under allocated @index, the old value in *@old.  -ENOENT if
+ * @index is not allocated; -ENOMEM as sparse_set(), with nothing changed. */
 int tree_replace(struct idr *idr, uint64_t index, void *ptr, void **old)
 {
+	enum take fast = replace_in_leaf(idr, index, ptr, old);
+
+	if (fast != NEEDS_WALK)
+		return fast == TAKEN ? 0 : -ENOENT;
+
 	struct path p;
 	void *word = leaf_word(idr, index, &p);
 	unsigned off = (unsigned)(index & NODE_MASK);
@@ -646,8 +672,6 @@ void tree_release(struct idr *idr, uint64_t index, bool sparse_ok)
 	if (word)
 		release_at(idr, &p, word, index, sparse_ok);
 }
-
-enum take { TAKEN, NOT_ALLOCATED, NEEDS_WALK };
 
 /*
  * The common removal, without a walk: the lookup directory names @index's

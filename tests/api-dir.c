@@ -769,3 +769,32 @@ TEST(iteration_scans_the_leaves_the_directory_names)
 	idr_destroy(&idr);
 	CHECK_EQ(tu_settled_live(), 0);
 }
+
+/* idr_replace() through the directory: a published ID returns its old
+ * pointer, a reserved (NULL) one returns NULL, a free one -ENOENT and
+ * keeps free, in a leaf the directory names. */
+TEST(replace_through_the_directory_keeps_every_rule)
+{
+	struct idr idr;
+
+	fill(&idr);
+	const struct leafdir *d = dir_load(&idr);
+	CHECK(d != NULL && d->keyed > N / 64);
+	for (long i = 0; i < N; i += 7)
+		CHECK(idr_replace(&idr, &objs[N - 1 - i], (unsigned long)i) == &objs[i]);
+	for (long i = 3; i < N; i += 1000) {
+		CHECK(idr_remove(&idr, (unsigned long)i) == &objs[i % 7 ? i : N - 1 - i]);
+		CHECK(idr_replace(&idr, &objs[0], (unsigned long)i) == IDR_ERR_PTR(-ENOENT));
+		CHECK(idr_find(&idr, (unsigned long)i) == NULL);
+		CHECK_EQ(idr_alloc(&idr, NULL, (int)i, (int)i + 1, IDR_GFP_KERNEL), i);
+		CHECK(idr_replace(&idr, &objs[i], (unsigned long)i) == NULL);
+		CHECK(idr_find(&idr, (unsigned long)i) == &objs[i]);
+	}
+	CHECK(dir_load(&idr) == d); /* all of it through the same directory */
+	for (long i = 0; i < N; i++)
+		CHECK(idr_find(&idr, (unsigned long)i) ==
+		      &objs[i % 7 == 0 && i % 1000 != 3 ? N - 1 - i : i]);
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+	CHECK_EQ(tu_settled_live(), 0);
+}
