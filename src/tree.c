@@ -738,6 +738,26 @@ void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry))
 	__atomic_store_n(&idr->idr_sparse, 0, __ATOMIC_RELAXED);
 }
 
+/* Where tree_next_entry() wants the first entry. */
+struct first_entry {
+	uint64_t index;
+	void *entry;
+};
+
+/* Hand entry @index to @fn; with no @fn, keep it in the struct first_entry
+ * at @ctx and stop.  tree_next_entry() passes no @fn rather than a callback
+ * that does this: an idr_get_next() that walks from the root took 10% more
+ * through a call per entry (a loop over the 1% left of a million IDs). */
+static inline int visit(tree_visit_fn fn, void *ctx, uint64_t index, void *entry)
+{
+	if (fn)
+		return fn(index, entry, ctx);
+	struct first_entry *f = ctx;
+	f->index = index;
+	f->entry = entry;
+	return 1;
+}
+
 /* The entries of sparse leaf-level @word, whose leaf starts at @base, in
  * [@start, @last]. */
 static int sparse_each(const void *word, uint64_t base, uint64_t start,
@@ -749,7 +769,7 @@ static int sparse_each(const void *word, uint64_t base, uint64_t start,
 	while (from < NODE_SLOTS && sparse_next(word, from, &off, &entry)) {
 		if (base + off > last)
 			return 0;
-		int ret = fn(base + off, entry, ctx);
+		int ret = visit(fn, ctx, base + off, entry);
 		if (ret)
 			return ret;
 		from = off + 1;
@@ -775,7 +795,7 @@ static int subtree_each(const struct idr_node *n, unsigned h, uint64_t base,
 		if (!child)
 			continue;
 		if (h == 1)
-			ret = fn(cbase, child, ctx);
+			ret = visit(fn, ctx, cbase, child);
 		else if (h == 2 && is_sparse(child))
 			ret = sparse_each(child, cbase, start, last, fn, ctx);
 		else
@@ -798,26 +818,12 @@ int tree_for_each(const struct idr *idr, uint64_t index, uint64_t last,
 	return subtree_each(root_node(root), h, 0, index, last, fn, ctx);
 }
 
-struct first_entry {
-	uint64_t index;
-	void *entry;
-};
-
-static int take_first(uint64_t index, void *entry, void *ctx)
-{
-	struct first_entry *f = ctx;
-
-	f->index = index;
-	f->entry = entry;
-	return 1;
-}
-
 uint64_t tree_next_entry(const struct idr *idr, uint64_t index, uint64_t last,
 			 void **entry)
 {
 	struct first_entry f = { INDEX_NONE, NULL };
 
-	if (tree_for_each(idr, index, last, take_first, &f))
+	if (tree_for_each(idr, index, last, NULL, &f))
 		*entry = f.entry;
 	return f.index;
 }
