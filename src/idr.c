@@ -126,6 +126,13 @@ static int alloc_in_tree(struct idr *idr, void *ptr, uint64_t min,
 		*id = index + origin;
 		return 0;
 	}
+	slot = dir_claim(idr, start, max - origin, &index);
+	if (slot) {
+		publish(idr, slot, index, ptr);
+		hint_set(idr, slot, index, start);
+		*id = index + origin;
+		return 0;
+	}
 	index = tree_find_free_path(idr, start, &p);
 	if (index > max - origin)
 		return -ENOSPC;

@@ -301,6 +301,8 @@ IDR_HIDDEN const struct idr_node *tree_leaf_parent(const struct idr *idr, uint64
 IDR_HIDDEN uint64_t tree_edge_leaf(const struct idr *idr, bool highest);
 IDR_HIDDEN void **hint_claim(struct idr *idr, uint64_t start, uint64_t max,
 			     uint64_t *index);
+IDR_HIDDEN void **dir_claim(struct idr *idr, uint64_t start, uint64_t max,
+			    uint64_t *index);
 IDR_HIDDEN void hint_set(struct idr *idr, void **slot, uint64_t index,
 			 uint64_t start);
 /* Lockless-reader safe: the non-NULL entries with indices in [@index,

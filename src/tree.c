@@ -319,9 +319,30 @@ static void hint_forget_below(struct idr *idr, uint64_t index)
 		idr->idr_hint_full = 0;
 }
 
-/* The lowest free index in [@start, @max] if the hint leaf holds it: its
- * slot, claimed (still NULL, for the caller to publish into), and the
- * index in *@index.  NULL if the hint cannot tell. */
+/* Claim the lowest free index of @leaf (whose first index is @base) at
+ * offset @from or above, if it is <= @max: its slot, still NULL, for the
+ * caller to publish into, and the index in *@index.  NULL if there is none. */
+static void **leaf_claim(struct idr *idr, struct idr_node *leaf, uint64_t base,
+			 unsigned from, uint64_t max, uint64_t *index)
+{
+	uint64_t room = leaf->free & (~(uint64_t)0 << from);
+
+	if (!room || base + (uint64_t)__builtin_ctzll(room) > max)
+		return NULL;
+	unsigned off = (unsigned)__builtin_ctzll(room);
+	*index = base + off;
+	if (leaf_take(leaf, off)) {
+		struct path p;
+		if (walk(idr, *index, &p))
+			path_mark_full(&p, 2);
+		if (idr->idr_hint == leaf)
+			idr->idr_hint = NULL;
+	}
+	return &leaf->slots[off];
+}
+
+/* The lowest free index in [@start, @max] if the hint leaf holds it,
+ * claimed as leaf_claim() does.  NULL if the hint cannot tell. */
 void **hint_claim(struct idr *idr, uint64_t start, uint64_t max, uint64_t *index)
 {
 	struct idr_node *leaf = idr->idr_hint;
@@ -337,18 +358,21 @@ void **hint_claim(struct idr *idr, uint64_t start, uint64_t max, uint64_t *index
 	} else if (!idr->idr_hint_full) {
 		return NULL; /* a hole below the leaf might come first */
 	}
-	uint64_t room = leaf->free & (~(uint64_t)0 << from);
-	if (!room || base + (uint64_t)__builtin_ctzll(room) > max)
+	return leaf_claim(idr, leaf, base, from, max, index);
+}
+
+/* The same for @start's own leaf, found through the directory: a free
+ * index there at or above @start is the lowest one, with no walk.  This is
+ * an allocation from a given ID (or at it) in a dense idr, away from where
+ * the last one went. */
+void **dir_claim(struct idr *idr, uint64_t start, uint64_t max, uint64_t *index)
+{
+	void **slot;
+
+	if (dir_lookup_any(idr, start + idr_origin(idr), &slot) != DIR_LEAF)
 		return NULL;
-	unsigned off = (unsigned)__builtin_ctzll(room);
-	*index = base + off;
-	if (leaf_take(leaf, off)) {
-		struct path p;
-		if (walk(idr, *index, &p))
-			path_mark_full(&p, 2);
-		idr->idr_hint = NULL;
-	}
-	return &leaf->slots[off];
+	return leaf_claim(idr, slot_leaf(slot, start), start & ~(uint64_t)NODE_MASK,
+			  (unsigned)(start & NODE_MASK), max, index);
 }
 
 static void path_mark_free(struct path *p)

@@ -798,3 +798,49 @@ TEST(replace_through_the_directory_keeps_every_rule)
 	idr_destroy(&idr);
 	CHECK_EQ(tu_settled_live(), 0);
 }
+
+/* Allocations from a given ID in a dense idr: the lowest free ID at or
+ * above it, whether its leaf (which the directory names) has room or not,
+ * and the free bits above a leaf that such a claim fills stay exact. */
+TEST(allocation_from_a_given_id_takes_the_lowest_free_at_or_above_it)
+{
+	static bool present[N];
+	struct idr idr;
+	uint64_t rng = 99;
+
+	fill(&idr);
+	CHECK(dir_load(&idr) != NULL);
+	for (long i = 0; i < N; i++)
+		present[i] = true;
+	for (long k = 0; k < N / 10; k++) {
+		long i = (long)(tu_rand(&rng) % N);
+		if (present[i]) {
+			CHECK(idr_remove(&idr, (unsigned long)i) == &objs[i]);
+			present[i] = false;
+		}
+	}
+	for (long k = 0; k < N / 5; k++) {
+		long from = (long)(tu_rand(&rng) % N), want = from;
+		while (want < N && present[want])
+			want++;
+		long got = idr_alloc(&idr, &objs[want < N ? want : 0], (int)from,
+				     k % 2 ? (int)from + 1 : 0, IDR_GFP_KERNEL);
+		if (k % 2 && want != from)
+			CHECK_EQ(got, -ENOSPC); /* only [from, from + 1) */
+		else
+			CHECK_EQ(got, want);
+		if (got >= 0 && got < N)
+			present[got] = true;
+		else if (got == N)
+			CHECK(idr_remove(&idr, N) == &objs[0]);
+	}
+	CHECK_EQ(idr_check(&idr), 0);
+	/* Then from 0: every hole that is left, in order, and then N. */
+	for (long i = 0; i < N; i++)
+		if (!present[i])
+			CHECK_EQ(idr_alloc(&idr, &objs[i], 0, 0, IDR_GFP_KERNEL), i);
+	CHECK_EQ(idr_alloc(&idr, &objs[0], 0, 0, IDR_GFP_KERNEL), N);
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+	CHECK_EQ(tu_settled_live(), 0);
+}
