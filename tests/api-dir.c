@@ -354,17 +354,26 @@ TEST(a_span_directory_grows_down_in_steps)
 	CHECK_EQ(tu_settled_live(), 0);
 }
 
+/* A handle idr from @base with @count IDs, objs[i] under base + i and its
+ * handle in @h[i]; its directory. */
+static const struct leafdir *handle_fill(struct idr *idr, int base, long count,
+					 idr_handle_t *h)
+{
+	idr_init_flags(idr, base, IDR_F_HANDLES);
+	for (long i = 0; i < count; i++)
+		if (idr_alloc_handle(idr, &objs[i], 0, 0, IDR_GFP_KERNEL, &h[i]) != base + i)
+			tu_fail(__FILE__, __LINE__, "handle_fill");
+	return dir_load(idr);
+}
+
 /* Handle lookups take a span directory too; stale handles stay stale. */
 TEST(handles_far_above_zero_resolve_through_a_span_directory)
 {
 	enum { BASE = 1 << 24, COUNT = 20000 };
 	static idr_handle_t h[COUNT];
 	struct idr idr;
+	const struct leafdir *d = handle_fill(&idr, BASE, COUNT, h);
 
-	idr_init_flags(&idr, BASE, IDR_F_HANDLES);
-	for (long i = 0; i < COUNT; i++)
-		CHECK_EQ(idr_alloc_handle(&idr, &objs[i], 0, 0, IDR_GFP_KERNEL, &h[i]), BASE + i);
-	const struct leafdir *d = dir_load(&idr);
 	CHECK(d != NULL && d->first == BASE >> 6 && d->keyed == 0);
 	if (!d)
 		return;
@@ -399,11 +408,8 @@ TEST(handles_below_the_base_stay_none_beside_a_keyed_directory)
 	enum { BASE = 5, COUNT = 20000 };
 	static idr_handle_t h[COUNT];
 	struct idr idr;
+	const struct leafdir *d = handle_fill(&idr, BASE, COUNT, h);
 
-	idr_init_flags(&idr, BASE, IDR_F_HANDLES);
-	for (long i = 0; i < COUNT; i++)
-		CHECK_EQ(idr_alloc_handle(&idr, &objs[i], 0, 0, IDR_GFP_KERNEL, &h[i]), BASE + i);
-	const struct leafdir *d = dir_load(&idr);
 	CHECK(d != NULL && d->first == 0 && d->keyed > COUNT / 64);
 	if (!d)
 		return;
