@@ -376,25 +376,10 @@ void *idr_get_next(const struct idr *idr, int *nextid)
 	return entry;
 }
 
-struct each_call {
-	int (*fn)(int id, void *p, void *data);
-	void *data;
-	uint64_t origin;
-};
-
-static int call_each(uint64_t index, void *entry, void *ctx)
-{
-	const struct each_call *c = ctx;
-
-	return c->fn((int)(index + c->origin), entry, c->data);
-}
-
 int idr_for_each(const struct idr *idr, int (*fn)(int id, void *p, void *data),
 		 void *data)
 {
-	struct each_call c = { fn, data, idr_origin(idr) };
-
-	return tree_for_each(idr, 0, INT_MAX - c.origin, call_each, &c);
+	return tree_for_each(idr, fn, data);
 }
 
 bool idr_is_empty(const struct idr *idr)

@@ -305,13 +305,13 @@ IDR_HIDDEN void **dir_claim(struct idr *idr, uint64_t start, uint64_t max,
 			    uint64_t *index);
 IDR_HIDDEN void hint_set(struct idr *idr, void **slot, uint64_t index,
 			 uint64_t start);
-/* Lockless-reader safe: the non-NULL entries with indices in [@index,
- * @last], in order, to @fn(index, entry, @ctx) until it returns nonzero,
- * which is returned; 0 after the last. */
-typedef int (*tree_visit_fn)(uint64_t index, void *entry, void *ctx);
-IDR_HIDDEN int tree_for_each(const struct idr *idr, uint64_t index,
-			     uint64_t last, tree_visit_fn fn, void *ctx);
-/* The first of them, with the entry in *@entry; INDEX_NONE if none. */
+/* Lockless-reader safe: the non-NULL entries with IDs up to INT_MAX, in
+ * order, to @fn(id, entry, @data) until it returns nonzero, which is
+ * returned; 0 after the last.  idr_for_each() itself. */
+typedef int (*tree_visit_fn)(int id, void *entry, void *data);
+IDR_HIDDEN int tree_for_each(const struct idr *idr, tree_visit_fn fn, void *data);
+/* Lockless-reader safe: the first index in [@index, @last] whose entry is
+ * not NULL, with the entry in *@entry; INDEX_NONE if none. */
 IDR_HIDDEN uint64_t tree_next_entry(const struct idr *idr, uint64_t index,
 				    uint64_t last, void **entry);
 

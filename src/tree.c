@@ -775,7 +775,7 @@ struct first_entry {
 static inline int visit(tree_visit_fn fn, void *ctx, uint64_t index, void *entry)
 {
 	if (fn)
-		return fn(index, entry, ctx);
+		return fn((int)index, entry, ctx);
 	struct first_entry *f = ctx;
 	f->index = index;
 	f->entry = entry;
@@ -831,15 +831,25 @@ static int subtree_each(const struct idr_node *n, unsigned h, uint64_t base,
 	return 0;
 }
 
-int tree_for_each(const struct idr *idr, uint64_t index, uint64_t last,
-		  tree_visit_fn fn, void *ctx)
+/* The entries with indices in [@index, @last] to @fn, each with its index
+ * plus @offset: the ID when @offset is the origin. */
+static int tree_walk(const struct idr *idr, uint64_t offset, uint64_t index,
+		     uint64_t last, tree_visit_fn fn, void *ctx)
 {
 	uintptr_t root = root_load(idr);
 	unsigned h = root_height(root);
 
 	if (!h || index >= span(h) || index > last)
 		return 0;
-	return subtree_each(root_node(root), h, 0, index, last, fn, ctx);
+	return subtree_each(root_node(root), h, offset, index + offset,
+			    last + offset, fn, ctx);
+}
+
+int tree_for_each(const struct idr *idr, tree_visit_fn fn, void *data)
+{
+	uint64_t origin = idr_origin(idr);
+
+	return tree_walk(idr, origin, 0, INT_MAX - origin, fn, data);
 }
 
 uint64_t tree_next_entry(const struct idr *idr, uint64_t index, uint64_t last,
@@ -847,7 +857,7 @@ uint64_t tree_next_entry(const struct idr *idr, uint64_t index, uint64_t last,
 {
 	struct first_entry f = { INDEX_NONE, NULL };
 
-	if (tree_for_each(idr, index, last, NULL, &f))
+	if (tree_walk(idr, 0, index, last, NULL, &f))
 		*entry = f.entry;
 	return f.index;
 }
