@@ -762,26 +762,6 @@ void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry))
 	__atomic_store_n(&idr->idr_sparse, 0, __ATOMIC_RELAXED);
 }
 
-/* Where tree_next_entry() wants the first entry. */
-struct first_entry {
-	uint64_t index;
-	void *entry;
-};
-
-/* Hand entry @index to @fn; with no @fn, keep it in the struct first_entry
- * at @ctx and stop.  tree_next_entry() passes no @fn rather than a callback
- * that does this: an idr_get_next() that walks from the root took 10% more
- * through a call per entry (a loop over the 1% left of a million IDs). */
-static inline int visit(tree_visit_fn fn, void *ctx, uint64_t index, void *entry)
-{
-	if (fn)
-		return fn((int)index, entry, ctx);
-	struct first_entry *f = ctx;
-	f->index = index;
-	f->entry = entry;
-	return 1;
-}
-
 /* The entries of sparse leaf-level @word, whose leaf starts at @base, in
  * [@start, @last]. */
 static int sparse_each(const void *word, uint64_t base, uint64_t start,
@@ -793,7 +773,7 @@ static int sparse_each(const void *word, uint64_t base, uint64_t start,
 	while (from < NODE_SLOTS && sparse_next(word, from, &off, &entry)) {
 		if (base + off > last)
 			return 0;
-		int ret = visit(fn, ctx, base + off, entry);
+		int ret = fn((int)(base + off), entry, ctx);
 		if (ret)
 			return ret;
 		from = off + 1;
@@ -819,7 +799,7 @@ static int subtree_each(const struct idr_node *n, unsigned h, uint64_t base,
 		if (!child)
 			continue;
 		if (h == 1)
-			ret = visit(fn, ctx, cbase, child);
+			ret = fn((int)cbase, child, ctx);
 		else if (h == 2 && is_sparse(child))
 			ret = sparse_each(child, cbase, start, last, fn, ctx);
 		else
@@ -831,33 +811,62 @@ static int subtree_each(const struct idr_node *n, unsigned h, uint64_t base,
 	return 0;
 }
 
-/* The entries with indices in [@index, @last] to @fn, each with its index
- * plus @offset: the ID when @offset is the origin. */
-static int tree_walk(const struct idr *idr, uint64_t offset, uint64_t index,
-		     uint64_t last, tree_visit_fn fn, void *ctx)
+int tree_for_each(const struct idr *idr, tree_visit_fn fn, void *data)
+{
+	uintptr_t root = root_load(idr);
+	uint64_t origin = idr_origin(idr);
+
+	if (!root)
+		return 0;
+	/* Indices plus the origin, so that each entry comes with its ID. */
+	return subtree_each(root_node(root), root_height(root), origin, origin,
+			    INT_MAX, fn, data);
+}
+
+/* Down from the root to the first entry at or after @index, without
+ * recursion: each call of idr_get_next() makes one such descent, and on a
+ * sparse idr it is most of the call.  When a node has nothing left, the
+ * search moves @index past it and starts again from the root. */
+uint64_t tree_next_entry(const struct idr *idr, uint64_t index, uint64_t last,
+			 void **entry)
 {
 	uintptr_t root = root_load(idr);
 	unsigned h = root_height(root);
 
-	if (!h || index >= span(h) || index > last)
-		return 0;
-	return subtree_each(root_node(root), h, offset, index + offset,
-			    last + offset, fn, ctx);
-}
-
-int tree_for_each(const struct idr *idr, tree_visit_fn fn, void *data)
-{
-	uint64_t origin = idr_origin(idr);
-
-	return tree_walk(idr, origin, 0, INT_MAX - origin, fn, data);
-}
-
-uint64_t tree_next_entry(const struct idr *idr, uint64_t index, uint64_t last,
-			 void **entry)
-{
-	struct first_entry f = { INDEX_NONE, NULL };
-
-	if (tree_walk(idr, 0, index, last, NULL, &f))
-		*entry = f.entry;
-	return f.index;
+	if (h && last >= span(h))
+		last = span(h) - 1;
+	while (h && index <= last) {
+		const struct idr_node *n = root_node(root);
+		for (unsigned level = h;; level--) {
+			unsigned shift = NODE_BITS * (level - 1);
+			uint64_t node_base = index >> shift >> NODE_BITS << NODE_BITS << shift;
+			unsigned o = (unsigned)(index >> shift) & NODE_MASK;
+			void *child;
+			while (!(child = slot_load(&n->slots[o])) && ++o < NODE_SLOTS)
+				;
+			if (!child) {
+				index = node_base + span(level);
+				break;
+			}
+			uint64_t cbase = node_base + ((uint64_t)o << shift);
+			if (cbase > index)
+				index = cbase;
+			if (index > last)
+				return INDEX_NONE;
+			if (level == 1) {
+				*entry = child;
+				return index;
+			}
+			if (level == 2 && is_sparse(child)) {
+				unsigned off;
+				if (!sparse_next(child, (unsigned)(index - cbase), &off, entry)) {
+					index = cbase + NODE_SLOTS;
+					break;
+				}
+				return cbase + off <= last ? cbase + off : INDEX_NONE;
+			}
+			n = child;
+		}
+	}
+	return INDEX_NONE;
 }
