@@ -319,6 +319,16 @@ static void hint_forget_below(struct idr *idr, uint64_t index)
 		idr->idr_hint_full = 0;
 }
 
+/* The slot of tree index @index in the full leaf the lookup directory
+ * names for it, or NULL if the directory cannot tell: where the writer's
+ * shortcuts past a walk start. */
+static inline void **dir_slot(const struct idr *idr, uint64_t index)
+{
+	void **slot;
+
+	return dir_lookup_any(idr, index + idr_origin(idr), &slot) == DIR_LEAF ? slot : NULL;
+}
+
 /* Claim the lowest free index of @leaf (whose first index is @base) at
  * offset @from or above, if it is <= @max: its slot, still NULL, for the
  * caller to publish into, and the index in *@index.  NULL if there is none. */
@@ -367,9 +377,9 @@ void **hint_claim(struct idr *idr, uint64_t start, uint64_t max, uint64_t *index
  * the last one went. */
 void **dir_claim(struct idr *idr, uint64_t start, uint64_t max, uint64_t *index)
 {
-	void **slot;
+	void **slot = dir_slot(idr, start);
 
-	if (dir_lookup_any(idr, start + idr_origin(idr), &slot) != DIR_LEAF)
+	if (!slot)
 		return NULL;
 	return leaf_claim(idr, slot_leaf(slot, start), start & ~(uint64_t)NODE_MASK,
 			  (unsigned)(start & NODE_MASK), max, index);
@@ -538,9 +548,9 @@ enum take { TAKEN, NOT_ALLOCATED, NEEDS_WALK };
 static enum take replace_in_leaf(struct idr *idr, uint64_t index, void *ptr,
 				 void **old)
 {
-	void **slot;
+	void **slot = dir_slot(idr, index);
 
-	if (dir_lookup_any(idr, index + idr_origin(idr), &slot) != DIR_LEAF)
+	if (!slot)
 		return NEEDS_WALK;
 	void *was = *slot;
 	if (!was && slot_leaf(slot, index)->free & bit(index & NODE_MASK))
@@ -707,9 +717,9 @@ void tree_release(struct idr *idr, uint64_t index, bool sparse_ok)
  */
 static enum take take_in_leaf(struct idr *idr, uint64_t index, void **old)
 {
-	void **slot;
+	void **slot = dir_slot(idr, index);
 
-	if (dir_lookup_any(idr, index + idr_origin(idr), &slot) != DIR_LEAF)
+	if (!slot)
 		return NEEDS_WALK;
 	struct idr_node *leaf = slot_leaf(slot, index);
 	unsigned off = (unsigned)(index & NODE_MASK);
@@ -839,7 +849,7 @@ uint64_t tree_next_entry(const struct idr *idr, uint64_t index, uint64_t last,
 		const struct idr_node *n = root_node(root);
 		for (unsigned level = h;; level--) {
 			unsigned shift = NODE_BITS * (level - 1);
-			uint64_t node_base = index >> shift >> NODE_BITS << NODE_BITS << shift;
+			uint64_t node_base = index & ~(span(level) - 1);
 			unsigned o = (unsigned)(index >> shift) & NODE_MASK;
 			void *child;
 			while (!(child = slot_load(&n->slots[o])) && ++o < NODE_SLOTS)
