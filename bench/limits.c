@@ -13,9 +13,11 @@
  * of their own, so that only the lookup code differs between steps.  Keys
  * are IDs, as libidr's directory's are.  Two steps use a variant with no
  * base to load: entries count 8-byte words from the directory itself.
- * libidr cannot use it (below, and bench/README.md).  The last two use a
- * shape libidr does not have: blocks of leaves laid end to end, found
- * through a directory small enough to stay in L1.
+ * libidr cannot use it (below, and bench/README.md).  Two use a shape
+ * libidr does not have: blocks of leaves laid end to end, found through a
+ * directory small enough to stay in L1.  The last uses 64-bit entries
+ * that hold a leaf's address less 8 bytes per ID below it, so a slot is
+ * entry + 8 * ID: no base, no mask, no add, but twice the directory.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -41,6 +43,14 @@ struct table {
 	const struct array *array;
 	const struct rdir *rdir;
 	const struct blocks *blocks[2]; /* leaf stride 512, 536 */
+	const struct pdir *pdir;
+};
+
+/* Entry k: the address of leaf k's slots less 8 * 64k, so that ID id's
+ * slot is at entry + 8 * id; an odd entry is a mark (not a leaf). */
+struct pdir {
+	size_t cap;
+	uintptr_t leaf[];
 };
 
 /* Entries are signed distances from the directory in 8-byte words. */
@@ -154,6 +164,21 @@ __attribute__((noinline)) static void *rdir_floor_call(const struct table *t, ui
 BLOCK_FIND(block512_find_call, 0, 512)
 BLOCK_FIND(block536_find_call, 1, 536)
 
+/* The pointer directory, every test kept: the NULL directory, its bound,
+ * the mark. */
+__attribute__((noinline)) static void *pdir_find_call(const struct table *t, uint64_t id)
+{
+	const struct pdir *d = __atomic_load_n(&t->pdir, __ATOMIC_ACQUIRE);
+	uint64_t k = id / LEAF_SLOTS;
+
+	if (__builtin_expect(!d || k >= d->cap, 0))
+		return NULL;
+	uintptr_t e = __atomic_load_n(d->leaf + k, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(e & 1, 0))
+		return NULL;
+	return __atomic_load_n((void **)(e + id * sizeof(void *)), __ATOMIC_ACQUIRE);
+}
+
 __attribute__((noinline)) static void *flat_find_call(void *const *slot, size_t cap, uint64_t id)
 {
 	return id < cap ? slot[id] : NULL;
@@ -172,6 +197,7 @@ enum step {
 	RDIR_FLOOR,
 	BLOCKS_512,
 	BLOCKS_536,
+	POINTER_DIR,
 	STEPS
 };
 
@@ -188,6 +214,7 @@ static const char *const step_name[STEPS] = {
 	"the same, with no tests: 3 loads, not a correct lookup",
 	"blocks of 32 leaves of bare slots end to end, 4 KiB directory, called",
 	"the same with libidr's 536-byte leaves, bitmap and RCU head after the slots",
+	"directory of 64-bit entries, slot = entry + 8 * ID, 536-byte leaves, called",
 };
 
 struct setup {
@@ -268,10 +295,34 @@ static uint64_t run_step(const struct setup *s, enum step step)
 	case BLOCKS_536:
 		EACH_KEY(block536_find_call);
 		break;
+	case POINTER_DIR:
+		EACH_KEY(pdir_find_call);
+		break;
 	case STEPS:
 		break;
 	}
 	return sum;
+}
+
+/* The objects in leaves of libidr's size, seen through a pointer
+ * directory. */
+static struct pdir *build_pdir(void **obj_of, long n)
+{
+	long nleaves = (n + LEAF_SLOTS - 1) / LEAF_SLOTS;
+	struct pdir *d = malloc(sizeof(*d) + (size_t)nleaves * sizeof(uintptr_t));
+
+	if (!d)
+		return NULL;
+	d->cap = (size_t)nleaves;
+	for (long l = 0; l < nleaves; l++) {
+		void **leaf = calloc(1, 536);
+		if (!leaf)
+			return NULL;
+		for (long i = l * LEAF_SLOTS; i < n && i < (l + 1) * LEAF_SLOTS; i++)
+			leaf[i % LEAF_SLOTS] = obj_of[i];
+		d->leaf[l] = (uintptr_t)leaf - (uintptr_t)l * LEAF_SLOTS * sizeof(void *);
+	}
+	return d;
 }
 
 /* Leaves from malloc, as the library's are, and a directory over them. */
@@ -386,8 +437,9 @@ int main(int argc, char **argv)
 	}
 	static struct table table;
 	table = (struct table){ .dir = d, .array = array, .rdir = rd,
-				.blocks = { build_blocks(flat, n, 512), build_blocks(flat, n, 536) } };
-	if (!table.blocks[0] || !table.blocks[1]) {
+				.blocks = { build_blocks(flat, n, 512), build_blocks(flat, n, 536) },
+				.pdir = build_pdir(flat, n) };
+	if (!table.blocks[0] || !table.blocks[1] || !table.pdir) {
 		fprintf(stderr, "limits: out of memory\n");
 		return 1;
 	}
