@@ -772,17 +772,16 @@ void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry))
 	__atomic_store_n(&idr->idr_sparse, 0, __ATOMIC_RELAXED);
 }
 
-/* The entries of sparse leaf-level @word, whose leaf starts at @base, in
- * [@start, @last]. */
-static int sparse_each(const void *word, uint64_t base, uint64_t start,
-		       uint64_t last, tree_visit_fn fn, void *ctx)
+/* Every entry of sparse leaf-level @word, whose leaf starts at ID @base.
+ * The walk starts at a leaf boundary and ends at INT_MAX, the last ID of a
+ * leaf, so a leaf it reaches is always visited whole. */
+static int sparse_each(const void *word, uint64_t base, tree_visit_fn fn,
+		       void *ctx)
 {
-	unsigned from = base > start ? 0 : (unsigned)(start - base), off;
+	unsigned from = 0, off;
 	void *entry;
 
 	while (from < NODE_SLOTS && sparse_next(word, from, &off, &entry)) {
-		if (base + off > last)
-			return 0;
 		int ret = fn((int)(base + off), entry, ctx);
 		if (ret)
 			return ret;
@@ -791,16 +790,15 @@ static int sparse_each(const void *word, uint64_t base, uint64_t start,
 	return 0;
 }
 
-/* The entries of @n's subtree (height @h, its first index @base) in
- * [@start, @last], in order, to @fn until it returns nonzero.  One walk:
- * a leaf's entries cost a slot load each, not a descent from the root. */
+/* The entries of @n's subtree (height @h, its first ID @base) up to ID
+ * @last, in order, to @fn until it returns nonzero.  One walk: a leaf's
+ * entries cost a slot load each, not a descent from the root. */
 static int subtree_each(const struct idr_node *n, unsigned h, uint64_t base,
-			uint64_t start, uint64_t last, tree_visit_fn fn, void *ctx)
+			uint64_t last, tree_visit_fn fn, void *ctx)
 {
 	unsigned shift = NODE_BITS * (h - 1);
 
-	for (unsigned o = (unsigned)((start - base) >> shift); o < NODE_SLOTS;
-	     o++) {
+	for (unsigned o = 0; o < NODE_SLOTS; o++) {
 		uint64_t cbase = base + ((uint64_t)o << shift);
 		if (cbase > last)
 			break;
@@ -811,10 +809,9 @@ static int subtree_each(const struct idr_node *n, unsigned h, uint64_t base,
 		if (h == 1)
 			ret = fn((int)cbase, child, ctx);
 		else if (h == 2 && is_sparse(child))
-			ret = sparse_each(child, cbase, start, last, fn, ctx);
+			ret = sparse_each(child, cbase, fn, ctx);
 		else
-			ret = subtree_each(child, h - 1, cbase,
-					   cbase > start ? cbase : start, last, fn, ctx);
+			ret = subtree_each(child, h - 1, cbase, last, fn, ctx);
 		if (ret)
 			return ret;
 	}
@@ -829,8 +826,8 @@ int tree_for_each(const struct idr *idr, tree_visit_fn fn, void *data)
 	if (!root)
 		return 0;
 	/* Indices plus the origin, so that each entry comes with its ID. */
-	return subtree_each(root_node(root), root_height(root), origin, origin,
-			    INT_MAX, fn, data);
+	return subtree_each(root_node(root), root_height(root), origin, INT_MAX,
+			    fn, data);
 }
 
 /* Down from the root to the first entry at or after @index, without
