@@ -228,9 +228,9 @@ TEST(a_directory_under_a_high_base_is_keyed_by_id)
 	CHECK(has_dir(&idr));
 	CHECK_EQ(idr_check(&idr), 0);
 	const struct leafdir *d = dir_load(&idr);
-	for (size_t k = 0; k < base / 64; k++)
+	for (size_t k = 0; k < (size_t)base / 64; k++)
 		CHECK_EQ(d->leaf[k], DIR_NONE);
-	for (size_t k = base / 64; k <= (base + N - 1) / 64; k++)
+	for (size_t k = (size_t)base / 64; k <= (size_t)(base + N - 1) / 64; k++)
 		CHECK(d->leaf[k] != DIR_NONE && d->leaf[k] != DIR_TREE);
 	CHECK(lookups_match(&idr, present, N, base));
 	for (long i = 0; i < N; i += 3) {
@@ -848,5 +848,116 @@ TEST(allocation_from_a_given_id_takes_the_lowest_free_at_or_above_it)
 	CHECK_EQ(idr_alloc(&idr, &objs[0], 0, 0, IDR_GFP_KERNEL), N);
 	CHECK_EQ(idr_check(&idr), 0);
 	idr_destroy(&idr);
+	CHECK_EQ(tu_settled_live(), 0);
+}
+
+/* idr_get_next() from past the last entry of a leaf the directory names
+ * (its tail removed, or reserved with NULL) finds the next leaf's first
+ * entry, and from just before the tail, the tail's first entry. */
+TEST(iteration_past_a_named_leafs_last_entry_goes_to_the_next_leaf)
+{
+	struct idr idr;
+	int id;
+
+	fill(&idr);
+	for (long i = 5 * 64 + 32; i < 6 * 64; i++)
+		CHECK(idr_remove(&idr, (unsigned long)i) == &objs[i]);
+	for (long i = 7 * 64 + 60; i < 8 * 64; i++)
+		CHECK(idr_replace(&idr, NULL, (unsigned long)i) == &objs[i]);
+	const struct leafdir *d = dir_load(&idr);
+	CHECK(d != NULL && d->leaf[5] < DIR_TREE && d->leaf[7] < DIR_TREE);
+	for (int from = 5 * 64 + 32; from < 6 * 64; from++) {
+		id = from;
+		CHECK(idr_get_next(&idr, &id) == &objs[6 * 64] && id == 6 * 64);
+	}
+	id = 5 * 64 + 31;
+	CHECK(idr_get_next(&idr, &id) == &objs[5 * 64 + 31] && id == 5 * 64 + 31);
+	for (int from = 7 * 64 + 60; from < 8 * 64; from++) {
+		id = from;
+		CHECK(idr_get_next(&idr, &id) == &objs[8 * 64] && id == 8 * 64);
+	}
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+	CHECK_EQ(tu_settled_live(), 0);
+}
+
+/* One NOWAIT allocation under a lock: IDs come in order from 0. */
+static bool nowait_alloc(struct idr *idr, long i)
+{
+	idr_preload(IDR_GFP_KERNEL);
+	idr_lock(idr);
+	bool ok = idr_alloc(idr, &objs[i], 0, 0, IDR_GFP_NOWAIT) == i;
+	idr_unlock(idr);
+	idr_preload_end();
+	return ok;
+}
+
+/* When the allocator refuses idr_preload() the directory a NOWAIT
+ * allocation asked for, the allocations go on without one and the wish
+ * stays: the first preload that gets the memory stocks it, and the next
+ * allocation that wants it installs it. */
+static bool not_a_node(size_t size)
+{
+	return size != kind_bytes(KIND_PLAIN) && size != kind_bytes(KIND_COMPACT);
+}
+
+TEST(a_refused_directory_stays_wanted_until_a_preload_gets_it)
+{
+	struct idr idr;
+	long i = 0;
+
+	idr_init(&idr);
+	tu_fail_if(not_a_node); /* no directory */
+	for (; i < 3000; i++) {
+		bool ok = nowait_alloc(&idr, i);
+		CHECK(ok);
+		CHECK(!has_dir(&idr));
+	}
+	tu_fail_if(NULL);
+	for (long until = i + 64; i < until && !has_dir(&idr); i++)
+		CHECK(nowait_alloc(&idr, i));
+	CHECK(has_dir(&idr));
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+	idr_preload_drain();
+	CHECK_EQ(tu_settled_live(), 0);
+}
+
+/* Outside a preload section, IDR_GFP_KERNEL grows the directory when it is
+ * due, and fails with -ENOMEM when the allocator refuses it: nothing
+ * changes, and the nodes the call took from the stash go back there. */
+TEST(a_refused_directory_fails_a_blocking_allocation_and_changes_nothing)
+{
+	struct idr idr;
+	long i = 0;
+
+	idr_init(&idr);
+	for (; i < 3000; i++) {
+		idr_preload(IDR_GFP_KERNEL); /* a full stash for the call below */
+		idr_preload_end();
+		long live = tu_live();
+		tu_fail_if(not_a_node);
+		int got = idr_alloc(&idr, &objs[i], 0, 0, IDR_GFP_KERNEL);
+		tu_fail_if(NULL);
+		if (got == -ENOMEM) {
+			CHECK_EQ(tu_live(), live); /* a node back in the stash, not freed */
+			break;
+		}
+		CHECK_EQ(got, i);
+	}
+	CHECK(i < 3000 && i % 64 == 0 && !has_dir(&idr));
+	CHECK(idr_find(&idr, (unsigned long)i) == NULL);
+	CHECK_EQ(idr_check(&idr), 0);
+	tu_fail_thread(true); /* the stash alone serves the same allocation */
+	int got = idr_alloc(&idr, &objs[i], 0, 0, IDR_GFP_NOWAIT);
+	tu_fail_thread(false);
+	CHECK_EQ(got, i);
+	CHECK(idr_find(&idr, (unsigned long)i) == &objs[i]);
+	for (long until = ++i + 64; i < until && !has_dir(&idr); i++)
+		CHECK_EQ(idr_alloc(&idr, &objs[i], 0, 0, IDR_GFP_KERNEL), i);
+	CHECK(has_dir(&idr));
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+	idr_preload_drain();
 	CHECK_EQ(tu_settled_live(), 0);
 }

@@ -54,6 +54,27 @@ TEST(handle_layout_and_helpers)
 	idr_destroy(&idr);
 }
 
+/* The allocation clock wraps past 0: generation 0 would make handle 0 of
+ * ID 0, which means "none", so the tick after UINT32_MAX is 1. */
+TEST(the_generation_skips_zero_when_the_clock_wraps)
+{
+	struct idr idr;
+
+	init(&idr);
+	idr.idr_clock = UINT32_MAX - 1; /* private: what 2^32 - 2 allocations leave */
+	idr_handle_t a = take(&idr, P(1), 0), b = take(&idr, P(2), 0);
+	CHECK_EQ(idr_handle_gen(a), UINT32_MAX);
+	CHECK_EQ(idr_handle_gen(b), 1);
+	CHECK_EQ(idr_handle_id(b), 1);
+	CHECK(idr_find_handle(&idr, a) == P(1) && idr_find_handle(&idr, b) == P(2));
+	CHECK(idr_remove_handle(&idr, a) == P(1));
+	idr_handle_t c = take(&idr, P(3), 0);
+	CHECK_EQ(idr_handle_gen(c), 2);
+	CHECK(rejected(&idr, a));
+	CHECK(idr_find_handle(&idr, c) == P(3));
+	idr_destroy(&idr);
+}
+
 TEST(stale_after_remove_and_after_reallocation)
 {
 	struct idr idr;

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -416,6 +417,43 @@ TEST(unmatched_preload_end_is_reported)
 	CHECK_EQ(tu_diag_count(), 1);
 }
 
+/* With no hooks set, nodes come from malloc() and go back to free(), and a
+ * diagnostic goes to stderr as "libidr: <function>: <message>". */
+TEST(the_default_allocator_and_diagnostic_work)
+{
+	struct idr idr;
+	char text[256] = "";
+
+	idr_set_allocator(NULL);
+	idr_set_diagnostic(NULL, NULL);
+	long live = tu_live();
+	idr_init(&idr);
+	for (int i = 0; i < 5000; i++)
+		CHECK_EQ(idr_alloc(&idr, P(i % 64), 0, 0, IDR_GFP_KERNEL), i);
+	CHECK(idr_find(&idr, 4321) == P(4321 % 64));
+	CHECK(idr_memory_usage(&idr) > 5000 * sizeof(void *));
+	idr_destroy(&idr);
+	idr_rcu_barrier();
+	idr_preload_drain(); /* every block back to malloc's own free() */
+
+	FILE *f = tmpfile();
+	int saved = dup(2);
+	CHECK(f && saved >= 0);
+	fflush(stderr);
+	dup2(fileno(f), 2);
+	idr_preload_end(); /* unmatched */
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(f);
+	size_t got = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	tu_restore_hooks();
+	text[got] = 0;
+	CHECK(strncmp(text, "libidr: idr_preload_end: ", 25) == 0);
+	CHECK_EQ(tu_live(), live); /* the counting allocator saw none of it */
+}
+
 static void *preload_and_exit(void *arg)
 {
 	struct idr *idr = arg;
@@ -468,6 +506,16 @@ TEST(no_rcu_idr_frees_at_once)
 	CHECK(idr_remove(&idr, 1024) == P(1));
 	CHECK_EQ(tu_live(), live); /* no grace period needed */
 	CHECK_EQ(idr_alloc(&idr, P(1), 0, 0, IDR_GFP_KERNEL), 0);
+	/* A compact leaf, too, goes at once: IDs 1000 and 1001 need one, and
+	 * 1000 alone fits in its parent's slot. */
+	CHECK_EQ(idr_alloc(&idr, P(2), 1000, 0, IDR_GFP_KERNEL), 1000);
+	long single = tu_live();
+	CHECK_EQ(idr_alloc(&idr, P(3), 1001, 0, IDR_GFP_KERNEL), 1001);
+	CHECK_EQ(tu_live() - single, 1);
+	CHECK(idr_remove(&idr, 1001) == P(3));
+	CHECK_EQ(tu_live(), single);
+	CHECK(idr_find(&idr, 1000) == P(2));
+	CHECK_EQ(idr_check(&idr), 0);
 	idr_destroy(&idr);
 	CHECK_EQ(tu_live(), live);
 }

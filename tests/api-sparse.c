@@ -181,6 +181,47 @@ TEST(iteration_walks_sparse_leaves_in_order)
 	idr_destroy(&idr);
 }
 
+struct stop_at {
+	int at, seen[16], n;
+};
+
+static int record_until(int id, void *p, void *data)
+{
+	struct stop_at *s = data;
+
+	(void)p;
+	if (s->n < 16)
+		s->seen[s->n++] = id;
+	return id == s->at ? 100 + s->n : 0;
+}
+
+/* idr_for_each() stops at the first nonzero return of its callback and
+ * returns it, when the entry is in a compact leaf or a singleton too. */
+TEST(a_walk_stopped_inside_a_sparse_leaf_returns_the_callbacks_value)
+{
+	static const int ids[] = { 1000, 1001, 1003, 3000 };
+	static const int stops[] = { 1000, 1001, 1003, 3000, -1 };
+	struct idr idr;
+
+	measure();
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc(&idr, P(70), 0, 0, IDR_GFP_KERNEL), 0);
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(idr_alloc(&idr, P(i), ids[i], 0, IDR_GFP_KERNEL), ids[i]);
+	CHECK_EQ(idr_memory_usage(&idr), 2 * full_leaf + compact_leaf); /* 3000: a singleton */
+	for (int k = 0; k < 5; k++) {
+		struct stop_at s = { .at = stops[k] };
+		int ret = idr_for_each(&idr, record_until, &s);
+		int want_n = k < 4 ? k + 2 : 5;
+		CHECK_EQ(ret, k < 4 ? 100 + want_n : 0);
+		CHECK_EQ(s.n, want_n);
+		CHECK_EQ(s.seen[0], 0);
+		for (int j = 1; j < s.n; j++)
+			CHECK_EQ(s.seen[j], ids[j - 1]);
+	}
+	idr_destroy(&idr);
+}
+
 TEST(a_sparse_leaf_under_the_root_keeps_the_height)
 {
 	struct idr idr;
@@ -244,15 +285,24 @@ TEST(old_api_reserve_builds_full_leaves_only)
 
 	init_two_levels(&idr);
 	CHECK_EQ(idr_alloc(&idr, P(1), 1000, 0, IDR_GFP_KERNEL), 1000);
-	MEM(&idr, 3, 0);
+	CHECK_EQ(idr_alloc(&idr, P(3), 2000, 0, IDR_GFP_KERNEL), 2000);
+	CHECK_EQ(idr_alloc(&idr, P(4), 2001, 0, IDR_GFP_KERNEL), 2001);
+	MEM(&idr, 3, 1); /* a singleton, and a compact leaf with 2 lanes free */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 	CHECK(idr_pre_get(&idr, IDR_GFP_KERNEL));
 	CHECK_EQ(idr_get_new_above(&idr, P(2), 1001, &id), 0);
-#pragma GCC diagnostic pop
 	CHECK_EQ(id, 1001);
+	CHECK(idr_pre_get(&idr, IDR_GFP_KERNEL));
+	CHECK_EQ(idr_get_new_above(&idr, P(5), 2000, &id), 0);
+#pragma GCC diagnostic pop
+	CHECK_EQ(id, 2002);
+	idr_rcu_barrier(); /* the compact leaf's deferred free */
+	MEM(&idr, 5, 0);
 	CHECK(idr_find(&idr, 1000) == P(1));
 	CHECK(idr_find(&idr, 1001) == P(2));
+	CHECK(idr_find(&idr, 2000) == P(3) && idr_find(&idr, 2001) == P(4));
+	CHECK(idr_find(&idr, 2002) == P(5) && idr_find(&idr, 2003) == NULL);
 	CHECK_EQ(idr_check(&idr), 0);
 	idr_destroy(&idr);
 }

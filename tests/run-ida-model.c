@@ -83,6 +83,24 @@ TEST(ida_matches_bitmap_model)
 	CHECK_EQ(ida_memory_usage(&ida), 0);
 }
 
+/* A range reaching past INT_MAX stops at INT_MAX, the largest ID an int
+ * return can carry. */
+TEST(ida_ranges_past_int_max_end_at_int_max)
+{
+	DEFINE_IDA(ida);
+
+	CHECK_EQ(ida_alloc_range(&ida, INT_MAX - 1, UINT_MAX, IDR_GFP_KERNEL), INT_MAX - 1);
+	CHECK_EQ(ida_alloc_range(&ida, INT_MAX - 1, UINT_MAX, IDR_GFP_KERNEL), INT_MAX);
+	CHECK_EQ(ida_alloc_range(&ida, INT_MAX - 1, UINT_MAX, IDR_GFP_KERNEL), -ENOSPC);
+	CHECK_EQ(ida_alloc_range(&ida, (unsigned)INT_MAX + 1, UINT_MAX, IDR_GFP_KERNEL),
+		 -ENOSPC);
+	CHECK_EQ(ida_alloc_max(&ida, UINT_MAX, IDR_GFP_KERNEL), 0);
+	ida_free(&ida, INT_MAX);
+	CHECK_EQ(ida_alloc_min(&ida, INT_MAX, IDR_GFP_KERNEL), INT_MAX);
+	CHECK_EQ(ida_check(&ida), 0);
+	ida_destroy(&ida);
+}
+
 TEST(ida_dense_cost_is_about_one_bit)
 {
 	struct ida ida;

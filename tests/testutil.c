@@ -68,6 +68,7 @@ uint64_t tu_rand(uint64_t *s)
 /* ---------------------------------------------------------------------- */
 
 static long calls, live, fail_at, fail_after;
+static bool (*fail_size)(size_t size);
 static _Thread_local bool fail_this_thread;
 static _Thread_local long thread_calls;
 
@@ -80,7 +81,10 @@ static void *count_alloc(size_t size, void *ctx)
 	long at = __atomic_load_n(&fail_at, __ATOMIC_RELAXED);
 	long after = __atomic_load_n(&fail_after, __ATOMIC_RELAXED);
 
-	if (fail_this_thread || n == at || (after && n >= after))
+	bool (*refuse)(size_t) = __atomic_load_n(&fail_size, __ATOMIC_RELAXED);
+
+	if (fail_this_thread || n == at || (after && n >= after) ||
+	    (refuse && refuse(size)))
 		return NULL;
 	void *p = malloc(size);
 	if (p)
@@ -119,6 +123,11 @@ void tu_fail_call(long k)
 void tu_fail_from(long k)
 {
 	__atomic_store_n(&fail_after, k ? tu_calls() + k : 0, __ATOMIC_RELAXED);
+}
+
+void tu_fail_if(bool (*refuse)(size_t size))
+{
+	__atomic_store_n(&fail_size, refuse, __ATOMIC_RELAXED);
 }
 
 void tu_fail_thread(bool on)
@@ -162,16 +171,22 @@ void tu_diag_reset(void)
 	diag_last[0] = 0;
 }
 
-int main(int argc, char **argv)
+void tu_restore_hooks(void)
 {
 	static const struct idr_allocator counting = { count_alloc, count_free,
 						       NULL };
+
+	idr_set_allocator(&counting);
+	idr_set_diagnostic(capture_diag, NULL);
+}
+
+int main(int argc, char **argv)
+{
 	const char *prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1
 						 : argv[0];
 	int passed = 0, failed = 0;
 
-	idr_set_allocator(&counting);
-	idr_set_diagnostic(capture_diag, NULL);
+	tu_restore_hooks();
 	for (int i = 0; i < ntests; i++) {
 		if (argc > 1 && strcmp(argv[1], tests[i].name))
 			continue;
@@ -183,6 +198,7 @@ int main(int argc, char **argv)
 		tests[i].fn();
 		tu_fail_call(0);
 		tu_fail_from(0);
+		tu_fail_if(NULL);
 		long leaked = tu_settled_live() - before;
 		if (!current_failed && leaked) {
 			fprintf(stderr, "    %ld block(s) still allocated after the test\n",

@@ -4,6 +4,7 @@
 #define IDR_TESTUTIL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -64,6 +65,7 @@ long tu_thread_calls(void);  /* the same, made by this thread */
 void tu_fail_call(long k);   /* make the k-th alloc call from now fail; 0: none */
 void tu_fail_thread(bool on);/* fail every alloc call this thread makes */
 void tu_fail_from(long k);   /* fail the k-th call from now and all later */
+void tu_fail_if(bool (*refuse)(size_t size)); /* fail the calls it refuses */
 /* Live blocks once pending RCU frees have run and this thread's stash is
  * drained: what an idr holds, as seen by the allocator. */
 long tu_settled_live(void);
@@ -75,6 +77,7 @@ int tu_seed_alloc_handle(struct idr *idr, void *ptr, int start,
 			 idr_handle_t *h, long *made);
 
 /* ---- diagnostics captured instead of printed ---- */
+void tu_restore_hooks(void); /* the counting allocator and the capture */
 int tu_diag_count(void);
 const char *tu_diag_last(void);
 void tu_diag_reset(void);
