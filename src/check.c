@@ -36,9 +36,9 @@ static int check_ida_leaf(struct census *c, const struct idr_node *n,
 		bool any = false, full = true;
 
 		if (!bitmap) {
-			if (has(n->children, i) || !has(n->free, i))
+			if (!has(n->free, i))
 				return violation(c, base + i, 1,
-						 "absent bitmap marked present or full");
+						 "absent bitmap marked full");
 			continue;
 		}
 		for (unsigned w = 0; w < IDA_CHUNK_WORDS; w++) {
@@ -47,9 +47,8 @@ static int check_ida_leaf(struct census *c, const struct idr_node *n,
 		}
 		if (!any)
 			return violation(c, base + i, 1, "empty bitmap kept");
-		if (!has(n->children, i) || has(n->free, i) == full)
-			return violation(c, base + i, 1,
-					 "bitmap's present/free bits are wrong");
+		if (has(n->free, i) == full)
+			return violation(c, base + i, 1, "bitmap's free bit is wrong");
 		if (base + i > c->limit)
 			return violation(c, base + i, 1, "chunk beyond the ID range");
 		c->bitmaps++;
@@ -60,14 +59,13 @@ static int check_ida_leaf(struct census *c, const struct idr_node *n,
 static int check_idr_leaf(const struct census *c, struct idr_node *n,
 			  uint64_t base)
 {
-	if (n->free != ~n->children)
-		return violation(c, base, 1, "free bits disagree with allocated bits");
 	for (unsigned i = 0; i < NODE_SLOTS; i++) {
-		if (n->slots[i] && !has(n->children, i))
+		bool allocated = !has(n->free, i);
+		if (n->slots[i] && !allocated)
 			return violation(c, base + i, 1, "entry in a free slot");
-		if (has(n->children, i) && base + i > c->limit)
+		if (allocated && base + i > c->limit)
 			return violation(c, base + i, 1, "ID beyond the ID range");
-		if (has(n->children, i) && c->gens && !node_gens(n)[i])
+		if (allocated && c->gens && !node_gens(n)[i])
 			return violation(c, base + i, 1, "allocated ID without a generation");
 	}
 	return 0;
@@ -108,7 +106,7 @@ static int check_node(struct census *c, struct idr_node *n, unsigned h,
 		      uint64_t base)
 {
 	c->nodes++;
-	if (!n->children)
+	if (node_unused(n))
 		return violation(c, base, h, "node with nothing below it");
 	if (h == 1)
 		return c->ida ? check_ida_leaf(c, n, base) :
@@ -117,8 +115,6 @@ static int check_node(struct census *c, struct idr_node *n, unsigned h,
 		struct idr_node *child = n->slots[i];
 		uint64_t cbase = base + (uint64_t)i * span(h - 1);
 
-		if (has(n->children, i) != (child != NULL))
-			return violation(c, cbase, h, "child bit disagrees with slot");
 		if (h == 2 && is_sparse(child)) {
 			int err = has(n->free, i) ? check_sparse(c, child, cbase) :
 				  violation(c, cbase, h, "sparse leaf marked full");
@@ -148,7 +144,7 @@ static int check_tree(struct census *c, const struct idr *idr)
 		return h || top ? violation(c, 0, h, "root and height disagree") : 0;
 	if (h > MAX_HEIGHT)
 		return violation(c, 0, h, "tree too tall");
-	if (h > 1 && top->children == 1 && !(h == 2 && is_sparse(top->slots[0])))
+	if (h > 1 && only_first_child(top) && !(h == 2 && is_sparse(top->slots[0])))
 		return violation(c, 0, h, "root level left unshrunk");
 	return check_node(c, top, h, 0);
 }

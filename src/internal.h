@@ -20,23 +20,50 @@
 #define HEIGHT_MASK ((uintptr_t)7)
 
 /*
- * A tree node: 64 slots and a free bitmap, 536 bytes, so a dense leaf costs
- * 8.4 bytes per ID.  Lockless readers only ever load slots[] (and the root);
- * every other field is the writer's alone, which is why a node needs no
- * shift/height field (the height comes with the root) and why the rcu_head
- * may overlay writer-only state once the node has left the tree.
+ * A tree node: 64 slots and a free bitmap, 520 bytes, the most malloc fits
+ * in a 528-byte chunk, so a dense leaf costs 8.1 bytes per ID.  Lockless
+ * readers only ever load slots[] (and the root); the bitmap is the
+ * writer's alone, which is why a node needs no shift/height field (the
+ * height comes with the root), and why, once the node has left the tree,
+ * the bitmap's word may link it into a batch waiting for a grace period
+ * (rcu.c): a node has no rcu_head of its own.
  *
  * free bit i: in a leaf, index i is not allocated; in an interior node,
- * child i is absent or has a free index somewhere below it.
+ * child i is absent or has a free index somewhere below it.  Which children
+ * an interior node has is read from its slots (node_has_children()): no
+ * bitmap keeps it, the paths that ask being rare.
  */
 struct idr_node {
 	void *slots[NODE_SLOTS];
 	uint64_t free;
-	union {
-		uint64_t children; /* interior: bit i set iff slots[i] != NULL */
-		struct rcu_head rcu; /* once unlinked and waiting to be freed */
-	};
 };
+
+/* Does @n have any child (or, in an ida leaf, any bitmap)?  An idr leaf
+ * may also hold allocated NULL entries: ask its free bitmap for those. */
+static inline bool node_has_children(const struct idr_node *n)
+{
+	for (unsigned i = 0; i < NODE_SLOTS; i++)
+		if (n->slots[i])
+			return true;
+	return false;
+}
+
+/* Nothing allocated in @n and nothing below it: it can go. */
+static inline bool node_unused(const struct idr_node *n)
+{
+	return n->free == ~(uint64_t)0 && !node_has_children(n);
+}
+
+/* Is slot 0 @n's only child?  (A root like that is a level too many.) */
+static inline bool only_first_child(const struct idr_node *n)
+{
+	if (!n->slots[0])
+		return false;
+	for (unsigned i = 1; i < NODE_SLOTS; i++)
+		if (n->slots[i])
+			return false;
+	return true;
+}
 
 /*
  * Two kinds of node, told apart by the idr that owns them: plain, and for

@@ -239,7 +239,7 @@ struct idr_node *sparse_to_full(struct idr *idr, struct leaf_ref ref,
 
 	if (is_single(word)) {
 		leaf->slots[single_off(word)] = single_ptr(word);
-		leaf->children = (uint64_t)1 << single_off(word);
+		leaf->free &= ~((uint64_t)1 << single_off(word));
 	} else {
 		struct cleaf *c = cleaf_of(word);
 		for (unsigned lane = 0; lane < CLEAF_CAP; lane++) {
@@ -247,10 +247,9 @@ struct idr_node *sparse_to_full(struct idr *idr, struct leaf_ref ref,
 			if (o == LANE_FREE)
 				continue;
 			leaf->slots[o] = c->ptr[lane];
-			leaf->children |= (uint64_t)1 << o;
+			leaf->free &= ~((uint64_t)1 << o);
 		}
 	}
-	leaf->free = ~leaf->children;
 	leaf_store(idr, ref, leaf);
 	if (!is_single(word))
 		cleaf_retire(idr, cleaf_of(word));
@@ -276,7 +275,6 @@ void sparse_insert(struct idr *idr, struct leaf_ref ref, unsigned off, void *ptr
 	int lane = lane_of(c->lanes, LANE_FREE);
 	if (lane < 0) {
 		struct idr_node *leaf = sparse_to_full(idr, ref, pool);
-		leaf->children |= (uint64_t)1 << off;
 		leaf->free &= ~((uint64_t)1 << off);
 		slot_store(&leaf->slots[off], ptr);
 		return;
@@ -343,7 +341,7 @@ bool sparse_remove(struct idr *idr, struct leaf_ref ref, unsigned off)
 void sparse_demote(struct idr *idr, struct leaf_ref ref)
 {
 	struct idr_node *leaf = *ref.slot;
-	uint64_t taken = leaf->children;
+	uint64_t taken = ~leaf->free;
 	unsigned first = (unsigned)__builtin_ctzll(taken);
 
 	if (!(taken & (taken - 1)) && can_single(leaf->slots[first])) {

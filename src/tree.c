@@ -219,7 +219,6 @@ struct idr_node *node_new(struct idr *idr, struct node_pool *pool)
 
 	memset(n->slots, 0, sizeof(n->slots));
 	n->free = ~(uint64_t)0;
-	n->children = 0;
 	/* A lockless find-by-handle reads the generation of free slots too
 	 * (and ignores it, their pointer being NULL): make it a defined 0,
 	 * which no handle carries. */
@@ -244,7 +243,6 @@ static void grow(struct idr *idr, unsigned target, struct node_pool *pool)
 		struct idr_node *n = node_new(idr, pool);
 
 		n->slots[0] = top;
-		n->children = 1;
 		if (!top->free)
 			n->free &= ~bit(0);
 		top = n;
@@ -268,7 +266,6 @@ static void path_mark_full(struct path *p, unsigned from)
  * levels above must then learn it (path_mark_full() from level 2). */
 static bool leaf_take(struct idr_node *leaf, unsigned off)
 {
-	leaf->children |= bit(off);
 	leaf->free &= ~bit(off);
 	return !leaf->free;
 }
@@ -446,7 +443,6 @@ void **tree_insert(struct idr *idr, uint64_t index, struct node_pool *pool,
 			} else {
 				sparse_new(idr, ref, (unsigned)(index & NODE_MASK),
 					   ptr, pool);
-				node->children |= bit(off);
 			}
 			return NULL; /* a sparse leaf is never full */
 		}
@@ -456,11 +452,9 @@ void **tree_insert(struct idr *idr, uint64_t index, struct node_pool *pool,
 				leaf_store(idr, ref, child);
 			else
 				slot_store(ref.slot, child);
-			node->children |= bit(off);
 		}
 		node = child;
 	}
-	node->children |= bit(p.off[1]);
 	if (full)
 		path_mark_full(&p, 1);
 	slot_store(&node->slots[p.off[1]], ptr);
@@ -508,6 +502,18 @@ const struct idr_node *tree_leaf_parent(const struct idr *idr, uint64_t leaf)
 	return p.node[2];
 }
 
+/* The lowest (with @highest, the highest) slot of @n holding a child, or
+ * -1. */
+static int edge_child(const struct idr_node *n, bool highest)
+{
+	for (unsigned k = 0; k < NODE_SLOTS; k++) {
+		unsigned i = highest ? NODE_MASK - k : k;
+		if (n->slots[i])
+			return (int)i;
+	}
+	return -1;
+}
+
 /* The number (index >> NODE_BITS) of the lowest leaf-level word, or with
  * @highest the highest: down the lowest (highest) child of each interior
  * node.  0 below height 2. */
@@ -517,10 +523,11 @@ uint64_t tree_edge_leaf(const struct idr *idr, bool highest)
 	const struct idr_node *node = root_node(root);
 	uint64_t leaf = 0;
 
-	for (unsigned h = root_height(root); h >= 2 && node->children; h--) {
-		unsigned i = highest ? 63 - (unsigned)__builtin_clzll(node->children) :
-				       (unsigned)__builtin_ctzll(node->children);
-		leaf = leaf << NODE_BITS | i;
+	for (unsigned h = root_height(root); h >= 2; h--) {
+		int i = edge_child(node, highest);
+		if (i < 0)
+			break;
+		leaf = leaf << NODE_BITS | (unsigned)i;
 		if (h > 2)
 			node = node->slots[i];
 	}
@@ -617,7 +624,7 @@ static void shrink(struct idr *idr)
 	unsigned h = root_height(root);
 	struct idr_node *top = root_node(root);
 
-	while (h > 1 && top->children == 1) {
+	while (h > 1 && only_first_child(top)) {
 		struct idr_node *child = top->slots[0];
 
 		if (is_sparse(child))
@@ -634,7 +641,7 @@ static void shrink(struct idr *idr)
  * levels the root no longer needs. */
 static void unlink_empty(struct idr *idr, struct path *p, unsigned from)
 {
-	for (unsigned level = from; p->node[level]->children == 0; level++) {
+	for (unsigned level = from; node_unused(p->node[level]); level++) {
 		if (level == p->height) {
 			publish_root(idr, NULL, 0);
 			dir_drop(idr);
@@ -646,7 +653,6 @@ static void unlink_empty(struct idr *idr, struct path *p, unsigned from)
 			leaf_store(idr, path_leaf_ref(p), NULL);
 		else
 			slot_store(&parent->slots[p->off[level + 1]], NULL);
-		parent->children &= ~bit(p->off[level + 1]);
 		parent->free |= bit(p->off[level + 1]);
 		node_retire(idr, p->node[level]);
 	}
@@ -672,11 +678,8 @@ static void release_at(struct idr *idr, struct path *p, void *word,
 
 	hint_forget_below(idr, index);
 	if (is_sparse(word)) {
-		struct idr_node *parent = p->node[2];
-		if (sparse_remove(idr, path_leaf_ref(p), off)) {
-			parent->children &= ~bit(p->off[2]);
+		if (sparse_remove(idr, path_leaf_ref(p), off))
 			unlink_empty(idr, p, 2);
-		}
 		dir_settle(idr);
 		return;
 	}
@@ -684,10 +687,9 @@ static void release_at(struct idr *idr, struct path *p, void *word,
 	p->node[1] = leaf;
 	p->off[1] = off;
 	slot_store(&leaf->slots[off], NULL);
-	leaf->children &= ~bit(off);
 	path_mark_free(p);
-	uint64_t left = leaf->children;
-	if (!left) {
+	uint64_t left = ~leaf->free; /* allocated; an ida's bitmaps: full ones */
+	if (node_unused(leaf)) {
 		unlink_empty(idr, p, 1);
 		dir_settle(idr);
 		return;
@@ -725,13 +727,12 @@ static enum take take_in_leaf(struct idr *idr, uint64_t index, void **old)
 	unsigned off = (unsigned)(index & NODE_MASK);
 	if (leaf->free & bit(off))
 		return NOT_ALLOCATED;
-	uint64_t left = leaf->children & ~bit(off);
+	uint64_t left = ~leaf->free & ~bit(off);
 	if (!leaf->free || !more_than_cap(left))
 		return NEEDS_WALK;
 	hint_forget_below(idr, index);
 	*old = leaf->slots[off];
 	slot_store(&leaf->slots[off], NULL);
-	leaf->children = left;
 	leaf->free |= bit(off);
 	return TAKEN;
 }

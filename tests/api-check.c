@@ -62,7 +62,9 @@ TEST(leaf_free_bit_corruption_is_caught)
 	struct idr_node *leaf = top(&idr)->slots[1];
 	/* Caught at the parent, whose bit says the leaf is full. */
 	EXPECT_CAUGHT(&idr, &leaf->free, (uint64_t)1 << 7, "disagrees with the child");
-	EXPECT_CAUGHT(&idr, &leaf->children, (uint64_t)1 << 7, "free bits disagree");
+	/* Leaf 3 (IDs 192..199) has room: an entry marked free is caught there. */
+	EXPECT_CAUGHT(&idr, &((struct idr_node *)top(&idr)->slots[3])->free,
+		      (uint64_t)1 << 1, "entry in a free slot");
 	idr_destroy(&idr);
 }
 
@@ -74,8 +76,8 @@ TEST(interior_bits_corruption_is_caught)
 	struct idr_node *root = top(&idr);
 	/* Leaf 0 is full: a free bit for it would send searches into it. */
 	EXPECT_CAUGHT(&idr, &root->free, (uint64_t)1, "free bit disagrees");
-	/* Slot 5 is empty: claiming a child there would mislead freeing. */
-	EXPECT_CAUGHT(&idr, &root->children, (uint64_t)1 << 5, "child bit");
+	/* Slot 5 is empty: marking it full would hide its IDs from searches. */
+	EXPECT_CAUGHT(&idr, &root->free, (uint64_t)1 << 5, "free bit disagrees");
 	idr_destroy(&idr);
 }
 
@@ -87,16 +89,14 @@ TEST(node_count_and_shape_corruption_is_caught)
 	EXPECT_CAUGHT(&idr, &idr.idr_nodes, (size_t)1, "node count");
 	/* A root whose only child is its first should have been shrunk. */
 	struct idr_node *root = top(&idr);
-	void *saved[2] = { root->slots[1], root->slots[2] };
-	uint64_t children = root->children, free = root->free;
-	root->slots[1] = root->slots[2] = NULL;
-	root->children = 1;
+	void *saved[3] = { root->slots[1], root->slots[2], root->slots[3] };
+	uint64_t free = root->free;
+	root->slots[1] = root->slots[2] = root->slots[3] = NULL;
 	root->free = ~(uint64_t)1;
 	CHECK_EQ(idr_check(&idr), -EUCLEAN);
 	CHECK(strstr(tu_diag_last(), "unshrunk") != NULL);
-	root->slots[1] = saved[0];
-	root->slots[2] = saved[1];
-	root->children = children;
+	for (int i = 0; i < 3; i++)
+		root->slots[i + 1] = saved[i];
 	root->free = free;
 	CHECK_EQ(idr_check(&idr), 0);
 	idr_destroy(&idr);
@@ -130,7 +130,7 @@ TEST(ida_corruption_is_caught)
 	/* Chunk 0 is full; a clear bit in it makes its "full" mark a lie. */
 	bitmap[3] ^= 1;
 	CHECK_EQ(ida_check(&ida), -EUCLEAN);
-	CHECK(strstr(tu_diag_last(), "present/free") != NULL);
+	CHECK(strstr(tu_diag_last(), "free bit is wrong") != NULL);
 	bitmap[3] ^= 1;
 	ida.ida_bitmaps++;
 	CHECK_EQ(ida_check(&ida), -EUCLEAN);

@@ -176,7 +176,7 @@ TEST(memory_usage_counts_the_directory)
 	 * directory, and idr_memory_usage() counts each. */
 	long nodes = (long)idr.idr_nodes + (long)idr.idr_sparse;
 	CHECK_EQ(tu_settled_live(), nodes + 1);
-	size_t dir = idr_memory_usage(&idr) - idr.idr_nodes * 536;
+	size_t dir = idr_memory_usage(&idr) - idr.idr_nodes * kind_bytes(KIND_PLAIN);
 	CHECK(dir > (size_t)N / 64 * sizeof(uint32_t));
 	CHECK(dir < (size_t)N / 64 * sizeof(uint32_t) * 3);
 	idr_destroy(&idr);
