@@ -177,10 +177,11 @@ static int check_dir(const struct census *c, const struct idr *idr)
 				 "lookup directory is neither keyed nor a span");
 	size_t named = 0;
 	for (size_t j = 0; j < d->cap; j++) {
-		if (d->leaf[j] != dir_entry(d, dir_leaf_word(idr, d->first + j)))
-			return violation(c, (d->first + j) << NODE_BITS, 1,
+		uint64_t k = d->first + j;
+		if (d->leaf[j] != dir_entry(dir_leaf_word(idr, k), k))
+			return violation(c, k << NODE_BITS, 1,
 					 "lookup directory disagrees with the tree");
-		named += d->leaf[j] < DIR_TREE;
+		named += dir_names_leaf(d->leaf[j]);
 	}
 	if (named != d->named)
 		return violation(c, d->first << NODE_BITS, 1,

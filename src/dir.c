@@ -13,12 +13,12 @@
  * reader that finds a leaf through the directory is covered by the same
  * grace period as one that found it through the tree.
  *
- * Why 32-bit entries: at 8 bytes per leaf the directory alone would cost a
- * dense idr 0.13 B/ID, as much again as all its interior nodes.  Leaves come
- * from one heap, within 32 GiB of each other in practice, so an entry counts
- * 8-byte words from a base chosen near the first leaf.  A leaf outside
- * that window (or a sparse word) gets DIR_TREE, and its lookups walk the
- * tree: slower, never wrong.
+ * Why word entries, each a leaf's address less 8 bytes for every ID below
+ * its leaf: idr_find() finds a slot at entry + 8 * ID, three instructions
+ * fewer than 32-bit entries counting words from a base (bench/README.md,
+ * "random lookup").  They cost a dense idr 0.125 B/ID instead of 0.0625,
+ * which 520-byte nodes pay for (8.4 B/ID in all).  A sparse word gets
+ * DIR_TREE, and its lookups walk the tree.
  *
  * Why two kinds: a keyed directory (entry k for IDs [64k, 64k + 64)) lets
  * idr_find() index it by ID >> 6 with nothing to subtract, but it spans
@@ -30,7 +30,7 @@
  * being made, and moves only when they far outnumber what it names
  * (dir_window()).
  *
- * Why it is optional: it costs 4 bytes per 64 IDs of the range it covers,
+ * Why it is optional: it costs 8 bytes per 64 IDs of the range it covers,
  * whether or not they are allocated.  It is built and grown only while it
  * stays under 1/DIR_BUILD_RATIO of the tree's memory, and dropped when
  * removals bring it above 1/DIR_DROP_RATIO, so a sparse idr never pays for
@@ -50,36 +50,28 @@
 #define DIR_BUILD_RATIO 1
 #define DIR_DROP_RATIO 1
 #else
-#define DIR_MIN_CAP 16 /* 96 bytes: lookups in an idr of 1,000 IDs take half the time */
-#define DIR_DOUBLE_BELOW 16384 /* entries: 64 KiB, a million IDs */
-#define DIR_BUILD_RATIO 32
-#define DIR_DROP_RATIO 8
+#define DIR_MIN_CAP 16 /* 128 bytes: lookups in an idr of 1,000 IDs take half the time */
+#define DIR_DOUBLE_BELOW 16384 /* entries: 128 KiB, a million IDs */
+/* As many entries as when they were 32 bits (entries per byte of tree). */
+#define DIR_BUILD_RATIO 16
+#define DIR_DROP_RATIO 4
 #endif
 
 size_t dir_bytes(size_t cap)
 {
-	return sizeof(struct leafdir) + cap * sizeof(uint32_t);
+	return sizeof(struct leafdir) + cap * sizeof(uintptr_t);
 }
 
-/* How @d records the leaf-level @word. */
-uint32_t dir_entry(const struct leafdir *d, const void *word)
+/* How a directory records leaf-level @word, the leaf of IDs from
+ * 64 * @leaf.  (Unsigned arithmetic: the entry may wrap, entry + 8 * ID
+ * wraps back.) */
+uintptr_t dir_entry(const void *word, uint64_t leaf)
 {
-	uintptr_t dist = (uintptr_t)word - d->base;
-
 	if (!word)
 		return DIR_NONE;
-	if (is_sparse(word) || (uintptr_t)word < d->base || dist % DIR_UNIT)
+	if (is_sparse(word))
 		return DIR_TREE;
-	uintptr_t units = dist / DIR_UNIT;
-	return units >= DIR_TREE ? DIR_TREE : (uint32_t)units;
-}
-
-/* A base that puts @leaf in the middle of the window. */
-static uintptr_t base_near(const void *leaf)
-{
-	uintptr_t half = ((uintptr_t)1 << 31) * DIR_UNIT;
-
-	return (uintptr_t)leaf > half ? (uintptr_t)leaf - half : 0;
+	return (uintptr_t)word - (uintptr_t)(leaf << NODE_BITS) * sizeof(void *);
 }
 
 /* The leaf-level word directory entry @k stands for: none below the
@@ -131,8 +123,8 @@ void leaf_store(struct idr *idr, struct leaf_ref ref, void *word)
 	if (!dir_covers(d, leaf))
 		return;
 	uint64_t j = leaf - d->first;
-	uint32_t e = dir_entry(d, word);
-	d->named += (e < DIR_TREE) - (d->leaf[j] < DIR_TREE);
+	uintptr_t e = dir_entry(word, leaf);
+	d->named += (size_t)dir_names_leaf(e) - (size_t)dir_names_leaf(d->leaf[j]);
 	__atomic_store_n(&d->leaf[j], e, __ATOMIC_RELEASE);
 }
 
@@ -177,7 +169,7 @@ static uint64_t dir_budget(const struct idr *idr)
 
 	if (most < dir_bytes(0))
 		return 0;
-	return (most - dir_bytes(0)) / sizeof(uint32_t) / DIR_MIN_CAP * DIR_MIN_CAP;
+	return (most - dir_bytes(0)) / sizeof(uintptr_t) / DIR_MIN_CAP * DIR_MIN_CAP;
 }
 
 /* Leaves [@low, @high) and @leaf, with a quarter more room on the side
@@ -211,7 +203,7 @@ static size_t named_outside(const struct leafdir *d, uint64_t low, uint64_t high
 	size_t n = 0;
 
 	for (size_t j = 0; j < d->cap; j++)
-		n += d->leaf[j] < DIR_TREE && (d->first + j < low || d->first + j >= high);
+		n += dir_names_leaf(d->leaf[j]) && (d->first + j < low || d->first + j >= high);
 	return n;
 }
 
@@ -381,26 +373,14 @@ void dir_install(struct idr *idr, struct leafdir *dir, uint64_t first)
 	dir->misses = 0;
 	dir->checked_at = 0;
 	dir->recheck_at = dir_recheck_at(idr);
-	/* The old base and entries only if an entry counts from that base: a
-	 * directory built before the tree had a full leaf has no real base,
-	 * and says DIR_TREE for every leaf made since. */
-	const struct leafdir *reuse = old && old->named ? old : NULL;
-	bool have_base = reuse != NULL;
-	dir->base = reuse ? reuse->base : 0;
 	struct word_cursor cursor = { .group = UINT64_MAX, .parent = NULL };
 	for (size_t j = 0; j < dir->cap; j++) {
 		uint64_t k = first + j;
-		if (dir_covers(reuse, k)) {
-			dir->leaf[j] = reuse->leaf[k - reuse->first];
-		} else {
-			const void *word = cursor_word(idr, &cursor, k);
-			if (!have_base && word && !is_sparse(word)) {
-				dir->base = base_near(word);
-				have_base = true;
-			}
-			dir->leaf[j] = dir_entry(dir, word);
-		}
-		dir->named += dir->leaf[j] < DIR_TREE;
+		if (dir_covers(old, k))
+			dir->leaf[j] = old->leaf[k - old->first];
+		else
+			dir->leaf[j] = dir_entry(cursor_word(idr, &cursor, k), k);
+		dir->named += dir_names_leaf(dir->leaf[j]);
 	}
 	__atomic_store_n(&idr->idr_dir, dir, __ATOMIC_RELEASE);
 	if (old)

@@ -179,30 +179,33 @@ static inline uint64_t span(unsigned height)
  * keyed one to be worth its memory, through dir_lookup_any(), out of
  * line.  It is a copy the writer keeps in step with the tree; present only
  * at height 2 or more, and only while it is small beside the tree.  An
- * entry is 32 bits: DIR_NONE (no leaf), DIR_TREE (a sparse word, or a leaf
- * too far from base: ask the tree), or the leaf's distance from base in
- * pointer-sized words, so that a slot's address is base + 8 * (entry +
- * offset in the leaf): one add and a scaled load.  The two marks are the
- * top two values, so that idr_find() tells a leaf from both with one
- * compare.
+ * entry is a word: DIR_NONE (no leaf), DIR_TREE (a sparse word: ask the
+ * tree), or the address of the leaf's slots less 8 bytes for each ID below
+ * the leaf, so that ID id's slot is at entry + 8 * id: one scaled load,
+ * with no base to load, no mask and no add (bench/README.md, "random
+ * lookup").  A leaf's entry is even (its slots are malloc-aligned, and
+ * 8 * 64 bytes a leaf keep it so), the marks odd: idr_find() tells a leaf
+ * from both with one test.
  */
-#define DIR_TREE 0xfffffffeu
-#define DIR_NONE 0xffffffffu
-#define DIR_UNIT sizeof(void *)
+#define DIR_NONE ((uintptr_t)1)
+#define DIR_TREE ((uintptr_t)3)
 _Static_assert(offsetof(struct idr_node, slots) == 0,
 	       "a directory entry locates a leaf's slots");
+static inline bool dir_names_leaf(uintptr_t e)
+{
+	return !(e & 1);
+}
 struct leafdir {
 	size_t keyed;            /* entries idr_find() may index by ID >> 6 */
-	uintptr_t base;          /* what entries count from */
 	uint64_t first;          /* the leaf (ID >> 6) of entry 0 */
 	size_t cap;              /* entries */
 	/* Writer only, for dir_wanted(): */
-	size_t named;            /* entries that name a leaf (< DIR_TREE) */
+	size_t named;            /* entries that name a leaf */
 	size_t misses;           /* full leaves made since, that it has no entry for */
 	size_t checked_at;       /* misses when a window was last weighed */
 	size_t recheck_at;       /* tree bytes to look for one over every leaf at */
 	struct rcu_head rcu;
-	uint32_t leaf[];
+	uintptr_t leaf[];
 };
 
 static inline const struct leafdir *dir_load(const struct idr *idr)
@@ -225,13 +228,10 @@ static inline enum dir_answer dir_answer(const struct leafdir *d, uint64_t j,
 {
 	/* d->leaf + j, not &d->leaf[j]: gcc 12 folds only this form's
 	 * offset into the load (one instruction fewer per idr_find). */
-	uint32_t e = __atomic_load_n(d->leaf + j, __ATOMIC_ACQUIRE);
+	uintptr_t e = __atomic_load_n(d->leaf + j, __ATOMIC_ACQUIRE);
 
-	if (__builtin_expect(e < DIR_TREE, 1)) {
-		/* One sum, scaled by the load: not leaf + offset, which gcc
-		 * builds with a shift and a lea more. */
-		uintptr_t word = (uintptr_t)e + (id & NODE_MASK);
-		*slot = (void **)(d->base + word * DIR_UNIT);
+	if (__builtin_expect(dir_names_leaf(e), 1)) {
+		*slot = (void **)(e + (uintptr_t)id * sizeof(void *));
 		return DIR_LEAF;
 	}
 	return e == DIR_NONE ? DIR_NO_LEAF : DIR_ASK_TREE;
@@ -424,7 +424,7 @@ IDR_HIDDEN void dir_drop(struct idr *idr);
 IDR_HIDDEN void dir_settle(struct idr *idr);
 IDR_HIDDEN size_t dir_bytes(size_t cap);
 IDR_HIDDEN size_t dir_memory(const struct idr *idr);
-IDR_HIDDEN uint32_t dir_entry(const struct leafdir *d, const void *word);
+IDR_HIDDEN uintptr_t dir_entry(const void *word, uint64_t leaf);
 IDR_HIDDEN const void *dir_leaf_word(const struct idr *idr, uint64_t k);
 
 /* sparse.c: a leaf-level word that is_sparse(); @ref is where it lives */

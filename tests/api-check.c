@@ -149,16 +149,15 @@ TEST(lookup_directory_corruption_is_caught)
 	CHECK(d != NULL);
 	/* An entry that no longer matches its leaf, as a missed update
 	 * would leave it. */
-	uint32_t *entry = &d->leaf[100];
-	EXPECT_CAUGHT(&idr, entry, 4u, "lookup directory disagrees");
+	uintptr_t *entry = &d->leaf[100];
+	EXPECT_CAUGHT(&idr, entry, (uintptr_t)16, "lookup directory disagrees");
 	/* A directory left behind on a tree without interior levels. */
 	idr_destroy(&idr);
 	fill(&idr, 10);
 	struct leafdir *stray = malloc(dir_bytes(1));
 	stray->cap = stray->keyed = 1;
 	stray->first = 0;
-	stray->base = 0;
-	stray->leaf[0] = dir_entry(stray, top(&idr));
+	stray->leaf[0] = dir_entry(top(&idr), 0);
 	idr.idr_dir = stray;
 	CHECK_EQ(idr_check(&idr), -EUCLEAN);
 	CHECK(strstr(tu_diag_last(), "without interior levels") != NULL);

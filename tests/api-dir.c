@@ -61,7 +61,7 @@ TEST(dense_idr_gets_a_directory_that_matches_the_tree)
 	/* Every leaf is in the directory's window: no lookup walks. */
 	const struct leafdir *d = dir_load(&idr);
 	for (size_t k = 0; k < (N + 63) / 64; k++)
-		CHECK(d->leaf[k] != DIR_NONE && d->leaf[k] != DIR_TREE);
+		CHECK(dir_names_leaf(d->leaf[k]));
 	CHECK(lookups_match(&idr, present, N, 1));
 	/* IDs far beyond what the directory covers go down the tree. */
 	CHECK_EQ(idr_alloc(&idr, &objs[7], 1 << 30, 0, IDR_GFP_KERNEL), 1 << 30);
@@ -93,7 +93,7 @@ TEST(a_thousand_dense_ids_get_a_directory)
 	CHECK(dir_bytes(d->cap) * 32 <= 17 * sizeof(struct idr_node));
 	CHECK_EQ(idr_memory_usage(&idr), 17 * sizeof(struct idr_node) + dir_bytes(16));
 	for (size_t k = 0; k < 16; k++)
-		CHECK(d->leaf[k] != DIR_NONE && d->leaf[k] != DIR_TREE);
+		CHECK(dir_names_leaf(d->leaf[k]));
 	CHECK(lookups_match(&idr, present, 1000, 0));
 	CHECK_EQ(idr_check(&idr), 0);
 	idr_destroy(&idr);
@@ -231,7 +231,7 @@ TEST(a_directory_under_a_high_base_is_keyed_by_id)
 	for (size_t k = 0; k < (size_t)base / 64; k++)
 		CHECK_EQ(d->leaf[k], DIR_NONE);
 	for (size_t k = (size_t)base / 64; k <= (size_t)(base + N - 1) / 64; k++)
-		CHECK(d->leaf[k] != DIR_NONE && d->leaf[k] != DIR_TREE);
+		CHECK(dir_names_leaf(d->leaf[k]));
 	CHECK(lookups_match(&idr, present, N, base));
 	for (long i = 0; i < N; i += 3) {
 		CHECK(idr_remove(&idr, (unsigned long)(base + i)) == &objs[i]);
@@ -253,7 +253,7 @@ static bool span_entries_are_leaves(const struct leafdir *d, unsigned long lo,
 				    unsigned long hi)
 {
 	for (uint64_t k = lo >> 6; k <= (hi - 1) >> 6; k++)
-		if (k - d->first >= d->cap || d->leaf[k - d->first] >= DIR_TREE)
+		if (k - d->first >= d->cap || !dir_names_leaf(d->leaf[k - d->first]))
 			return false;
 	return true;
 }
@@ -313,8 +313,8 @@ TEST(ids_far_above_zero_get_a_span_directory)
 		/* Lookups go through it: an entry made to say "no leaf" is
 		 * believed. */
 		d = dir_load(&idr);
-		uint32_t *entry = (uint32_t *)&d->leaf[(from >> 6) - d->first];
-		uint32_t saved = *entry;
+		uintptr_t *entry = (uintptr_t *)&d->leaf[(from >> 6) - d->first];
+		uintptr_t saved = *entry;
 		*entry = DIR_NONE;
 		CHECK(idr_find(&idr, from) == NULL);
 		*entry = saved;
@@ -391,8 +391,8 @@ TEST(handles_far_above_zero_resolve_through_a_span_directory)
 	CHECK_EQ(idr_check(&idr), 0);
 	/* Through the directory: an entry made to say "no leaf" is believed. */
 	d = dir_load(&idr);
-	uint32_t *entry = (uint32_t *)&d->leaf[(BASE >> 6) - d->first];
-	uint32_t saved = *entry;
+	uintptr_t *entry = (uintptr_t *)&d->leaf[(BASE >> 6) - d->first];
+	uintptr_t saved = *entry;
 	*entry = DIR_NONE;
 	CHECK(idr_find_handle(&idr, h[0]) == NULL);
 	*entry = saved;
@@ -422,8 +422,8 @@ TEST(handles_below_the_base_stay_none_beside_a_keyed_directory)
 		CHECK(idr_find_handle(&idr, h[i]) == &objs[i]);
 	/* The directory answers first: an entry made to say "no leaf" is
 	 * believed. */
-	uint32_t *entry = (uint32_t *)&d->leaf[1];
-	uint32_t saved = *entry;
+	uintptr_t *entry = (uintptr_t *)&d->leaf[1];
+	uintptr_t saved = *entry;
 	*entry = DIR_NONE;
 	CHECK(idr_find_handle(&idr, h[64 - BASE]) == NULL);
 	CHECK_EQ(idr_handle_of(&idr, 64), 0);
@@ -494,7 +494,7 @@ static long leaves_named(const struct idr *idr, unsigned long lo, unsigned long 
 		if (!word || is_sparse(word))
 			continue;
 		++*full;
-		named += d && k - d->first < d->cap && d->leaf[k - d->first] < DIR_TREE;
+		named += d && k - d->first < d->cap && dir_names_leaf(d->leaf[k - d->first]);
 	}
 	return named;
 }
@@ -670,25 +670,27 @@ TEST(random_ids_get_their_full_leaves_named)
 	CHECK_EQ(tu_settled_live(), 0);
 }
 
-/* 32-bit entries: 8-byte words from base; anything else asks the tree. */
-TEST(directory_entries_encode_exactly_the_window)
+/* A leaf's entry is its address less 8 bytes for each ID below it, so
+ * that entry + 8 * ID is the ID's slot, wherever the leaf is and however
+ * high its IDs (the sum may wrap); the marks are odd, a leaf's entry never. */
+TEST(directory_entries_locate_each_slot)
 {
-	struct leafdir d = { .cap = 0, .base = (uintptr_t)1 << 40 };
-	char *b = (char *)d.base;
-	const uintptr_t unit = DIR_UNIT;
+	static void *leaf[NODE_SLOTS] __attribute__((aligned(16)));
+	static const uint64_t leaves[] = { 0, 1, 1000, (uint64_t)1 << 25,
+					   ((uint64_t)1 << 26) - 1 };
 
-	CHECK_EQ(dir_entry(&d, NULL), DIR_NONE);
-	CHECK_EQ(dir_entry(&d, b + unit), 1);
-	CHECK_EQ(dir_entry(&d, b + 12345 * unit), 12345);
-	CHECK_EQ(dir_entry(&d, b + (uintptr_t)(DIR_TREE - 1) * unit), DIR_TREE - 1);
-	CHECK_EQ(dir_entry(&d, b + (uintptr_t)DIR_TREE * unit), DIR_TREE);
-	CHECK_EQ(dir_entry(&d, b + ((uintptr_t)1 << 40)), DIR_TREE);
-	CHECK_EQ(dir_entry(&d, b), 0);
-	CHECK_EQ(dir_entry(&d, b + (uintptr_t)DIR_NONE * unit), DIR_TREE); /* would read as none */
-	CHECK_EQ(dir_entry(&d, b - unit), DIR_TREE); /* below the base */
-	CHECK_EQ(dir_entry(&d, b + unit + 4), DIR_TREE); /* not a unit */
-	CHECK_EQ(dir_entry(&d, b + 64 * unit + TAG_SINGLE), DIR_TREE);
-	CHECK_EQ(dir_entry(&d, b + 64 * unit + TAG_COMPACT), DIR_TREE);
+	CHECK_EQ(dir_entry(NULL, 5), DIR_NONE);
+	CHECK(!dir_names_leaf(DIR_NONE) && !dir_names_leaf(DIR_TREE));
+	for (unsigned i = 0; i < sizeof(leaves) / sizeof(leaves[0]); i++) {
+		uint64_t k = leaves[i];
+		uintptr_t e = dir_entry(leaf, k);
+		CHECK(dir_names_leaf(e));
+		for (uint64_t off = 0; off < NODE_SLOTS; off += 21)
+			CHECK((void **)(e + (uintptr_t)((k << NODE_BITS) + off) * sizeof(void *)) ==
+			      &leaf[off]);
+		CHECK_EQ(dir_entry((char *)leaf + TAG_SINGLE, k), DIR_TREE);
+		CHECK_EQ(dir_entry((char *)leaf + TAG_COMPACT, k), DIR_TREE);
+	}
 }
 
 struct seq {
@@ -762,8 +764,8 @@ TEST(iteration_scans_the_leaves_the_directory_names)
 
 	/* The directory answers first: a leaf whose entry is made to say "no
 	 * leaf" is skipped, and one that says "ask the tree" is found. */
-	uint32_t *entry = (uint32_t *)&d->leaf[2]; /* IDs 128..191 */
-	uint32_t saved = *entry;
+	uintptr_t *entry = (uintptr_t *)&d->leaf[2]; /* IDs 128..191 */
+	uintptr_t saved = *entry;
 	*entry = DIR_NONE;
 	id = 130;
 	CHECK(idr_get_next(&idr, &id) == &objs[192 - BASE] && id == 192);
@@ -865,7 +867,7 @@ TEST(iteration_past_a_named_leafs_last_entry_goes_to_the_next_leaf)
 	for (long i = 7 * 64 + 60; i < 8 * 64; i++)
 		CHECK(idr_replace(&idr, NULL, (unsigned long)i) == &objs[i]);
 	const struct leafdir *d = dir_load(&idr);
-	CHECK(d != NULL && d->leaf[5] < DIR_TREE && d->leaf[7] < DIR_TREE);
+	CHECK(d != NULL && dir_names_leaf(d->leaf[5]) && dir_names_leaf(d->leaf[7]));
 	for (int from = 5 * 64 + 32; from < 6 * 64; from++) {
 		id = from;
 		CHECK(idr_get_next(&idr, &id) == &objs[6 * 64] && id == 6 * 64);
