@@ -8,16 +8,19 @@
  * a call that must re-read what a writer may have replaced"
  * (bench/README.md, "Why targets are missed").
  *
- * The directory steps use a copy of libidr's directory shape (32-bit
- * entries counting 8-byte words from a base, 64 slots a leaf) over leaves
- * of their own, so that only the lookup code differs between steps.  Keys
+ * The directory steps use a copy of the directory shape libidr had until
+ * session 14 (32-bit entries counting 8-byte words from a base, 64 slots a
+ * leaf) over leaves of their own, so that only the lookup code differs
+ * between steps.  Keys
  * are IDs, as libidr's directory's are.  Two steps use a variant with no
  * base to load: entries count 8-byte words from the directory itself.
  * libidr cannot use it (below, and bench/README.md).  Two use a shape
  * libidr does not have: blocks of leaves laid end to end, found through a
  * directory small enough to stay in L1.  The last uses 64-bit entries
  * that hold a leaf's address less 8 bytes per ID below it, so a slot is
- * entry + 8 * ID: no base, no mask, no add, but twice the directory.
+ * entry + 8 * ID: no base, no mask, no add, but twice the directory.  That
+ * is libidr's shape since session 14, so idr_find() and the last step
+ * should take about the same time.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -67,8 +70,8 @@ struct array {
 
 /* Blocks of BLOCK_LEAVES leaves laid end to end, each leaf @stride bytes:
  * 512 when a leaf is its slots alone, 536 when it carries its free bitmap
- * and RCU head after them, as libidr's nodes do.  At 1M IDs the directory
- * of block pointers is 4 KiB. */
+ * and RCU head after them, as libidr's nodes did until session 14.  At 1M
+ * IDs the directory of block pointers is 4 KiB. */
 #define BLOCK_LEAVES 32
 #define BLOCK_IDS (BLOCK_LEAVES * LEAF_SLOTS)
 struct blocks {
@@ -213,8 +216,8 @@ static const char *const step_name[STEPS] = {
 	"directory with no base to load (entries relative to itself), called",
 	"the same, with no tests: 3 loads, not a correct lookup",
 	"blocks of 32 leaves of bare slots end to end, 4 KiB directory, called",
-	"the same with libidr's 536-byte leaves, bitmap and RCU head after the slots",
-	"directory of 64-bit entries, slot = entry + 8 * ID, 536-byte leaves, called",
+	"the same with 536-byte leaves (libidr's until session 14), bitmap and RCU head after the slots",
+	"directory of 64-bit entries, slot = entry + 8 * ID (libidr's since session 14), called",
 };
 
 struct setup {
@@ -315,7 +318,7 @@ static struct pdir *build_pdir(void **obj_of, long n)
 		return NULL;
 	d->cap = (size_t)nleaves;
 	for (long l = 0; l < nleaves; l++) {
-		void **leaf = calloc(1, 536);
+		void **leaf = calloc(1, 520);
 		if (!leaf)
 			return NULL;
 		for (long i = l * LEAF_SLOTS; i < n && i < (l + 1) * LEAF_SLOTS; i++)

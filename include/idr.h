@@ -69,7 +69,7 @@ typedef unsigned int idr_gfp_t;
 #define IDR_F_NO_RCU 0x1u
 /* Stale-handle detection: every slot also keeps the generation its ID was
  * allocated in, and the idr_*_handle() calls below work.  Costs 4 bytes per
- * slot (a leaf grows from 536 to 792 bytes); idrs without it pay nothing. */
+ * slot (a leaf grows from 520 to 776 bytes); idrs without it pay nothing. */
 #define IDR_F_HANDLES 0x2u
 
 struct idr {
@@ -113,7 +113,7 @@ void idr_init(struct idr *idr);
  * @base: lowest ID handed out (e.g. 1 so that 0 can mean "none"); >= 0.
  *        A negative base is treated as 0.
  * IDs below @base cost no nodes.  Once the idr is large, its fastest
- * lookup directory spans them too, at 4 bytes per 64 IDs below @base;
+ * lookup directory spans them too, at 8 bytes per 64 IDs below @base;
  * until then (for ever, with a base of 2^24 or more and a million IDs) a
  * directory over the IDs in use serves lookups, about 1.3x slower; if a
  * few IDs sit far from the rest, over the rest.

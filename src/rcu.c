@@ -78,7 +78,9 @@ static void start_batch(void)
 		struct idr_node *b = __atomic_exchange_n(&retired.pending, NULL,
 							 __ATOMIC_SEQ_CST);
 		if (b) {
-			retired.batch = b;
+			/* Atomic only for TSan, which cannot see call_rcu()'s
+			 * ordering inside liburcu. */
+			__atomic_store_n(&retired.batch, b, __ATOMIC_RELEASE);
 			call_rcu(&retired.head, batch_done);
 			return;
 		}
@@ -92,7 +94,7 @@ static void start_batch(void)
 static void batch_done(struct rcu_head *head)
 {
 	(void)head;
-	free_batch(retired.batch);
+	free_batch(__atomic_load_n(&retired.batch, __ATOMIC_ACQUIRE));
 	start_batch();
 }
 

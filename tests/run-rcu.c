@@ -255,6 +255,49 @@ TEST(removed_nodes_wait_for_readers)
 	CHECK_EQ(tu_live(), live - 3); /* height 3: three nodes */
 }
 
+/* Writers on their own idrs retire nodes into the one process-wide list
+ * while another thread keeps asking for a barrier: each barrier returns,
+ * and the last leaves nothing allocated. */
+struct retirer {
+	long rounds;
+	pthread_t thread;
+};
+
+static void *retire_rounds(void *arg)
+{
+	struct retirer *r = arg;
+	uint64_t rng = (uint64_t)r->rounds * 7919 + (uintptr_t)arg;
+
+	for (long round = 0; round < r->rounds; round++) {
+		struct idr idr;
+		idr_init(&idr);
+		for (int i = 0; i < 300; i++)
+			idr_alloc(&idr, P_OBJ, 0, 0, IDR_GFP_KERNEL);
+		/* leaves empty, go compact or single, and the tree shrinks */
+		for (int i = 0; i < 300; i++)
+			idr_remove(&idr, (unsigned long)(tu_rand(&rng) % 300));
+		idr_destroy(&idr); /* what is left: one subtree entry */
+	}
+	idr_preload_drain();
+	return NULL;
+}
+
+TEST(nodes_retired_from_many_threads_are_all_freed)
+{
+	struct retirer r[3];
+	long live = tu_settled_live();
+
+	for (int t = 0; t < 3; t++) {
+		r[t].rounds = tu_scale(2000);
+		CHECK(pthread_create(&r[t].thread, NULL, retire_rounds, &r[t]) == 0);
+	}
+	for (int b = 0; b < 50; b++)
+		idr_rcu_barrier();
+	for (int t = 0; t < 3; t++)
+		pthread_join(r[t].thread, NULL);
+	CHECK_EQ(tu_settled_live(), live);
+}
+
 /* ---- sparse leaves: lanes reused under lockless readers ---- */
 
 #define LEAVES 512
