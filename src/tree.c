@@ -831,50 +831,72 @@ int tree_for_each(const struct idr *idr, tree_visit_fn fn, void *data)
 			    fn, data);
 }
 
+/* Where to go on once the subtree of @level ending just below @index is
+ * done: its parent's level, or higher while @index ends the parent's
+ * subtree too; 0 once it ends the root's (of height @h). */
+static unsigned climb(uint64_t index, unsigned level, unsigned h)
+{
+	do {
+		if (level == h)
+			return 0;
+		level++;
+	} while (!(index & (span(level) - 1)));
+	return level;
+}
+
 /* Down from the root to the first entry at or after @index, without
  * recursion: each call of idr_get_next() makes one such descent, and on a
- * sparse idr it is most of the call.  When a node has nothing left, the
- * search moves @index past it and starts again from the root. */
+ * sparse idr it is most of the call.  A node with nothing left sends the
+ * search on in its parent, which the descent kept, not back to the root:
+ * on a sparse idr most calls find their own leaf empty past @index and go
+ * on to the next one.  A reader may follow those kept nodes: an interior
+ * node leaves the tree only once it is empty or, shrinking, keeps its one
+ * child in slot 0, and RCU keeps it readable for the call. */
 uint64_t tree_next_entry(const struct idr *idr, uint64_t index, uint64_t last,
 			 void **entry)
 {
 	uintptr_t root = root_load(idr);
-	unsigned h = root_height(root);
+	unsigned h = root_height(root), level = h;
+	const struct idr_node *path[MAX_HEIGHT + 1];
 
-	if (h && last >= span(h))
+	if (!h)
+		return INDEX_NONE;
+	if (last >= span(h))
 		last = span(h) - 1;
-	while (h && index <= last) {
-		const struct idr_node *n = root_node(root);
-		for (unsigned level = h;; level--) {
-			unsigned shift = NODE_BITS * (level - 1);
-			uint64_t node_base = index & ~(span(level) - 1);
-			unsigned o = (unsigned)(index >> shift) & NODE_MASK;
-			void *child;
-			while (!(child = slot_load(&n->slots[o])) && ++o < NODE_SLOTS)
-				;
-			if (!child) {
-				index = node_base + span(level);
-				break;
-			}
-			uint64_t cbase = node_base + ((uint64_t)o << shift);
-			if (cbase > index)
-				index = cbase;
-			if (index > last)
+	path[h] = root_node(root);
+	while (index <= last) {
+		const struct idr_node *n = path[level];
+		unsigned shift = NODE_BITS * (level - 1);
+		uint64_t node_base = index & ~(span(level) - 1);
+		unsigned o = (unsigned)(index >> shift) & NODE_MASK;
+		void *child;
+		while (!(child = slot_load(&n->slots[o])) && ++o < NODE_SLOTS)
+			;
+		if (!child) {
+			index = node_base + span(level);
+			if (!(level = climb(index, level, h)))
 				return INDEX_NONE;
-			if (level == 1) {
-				*entry = child;
-				return index;
-			}
-			if (level == 2 && is_sparse(child)) {
-				unsigned off;
-				if (!sparse_next(child, (unsigned)(index - cbase), &off, entry)) {
-					index = cbase + NODE_SLOTS;
-					break;
-				}
-				return cbase + off <= last ? cbase + off : INDEX_NONE;
-			}
-			n = child;
+			continue;
 		}
+		uint64_t cbase = node_base + ((uint64_t)o << shift);
+		if (cbase > index)
+			index = cbase;
+		if (index > last)
+			return INDEX_NONE;
+		if (level == 1) {
+			*entry = child;
+			return index;
+		}
+		if (level == 2 && is_sparse(child)) {
+			unsigned off;
+			if (sparse_next(child, (unsigned)(index - cbase), &off, entry))
+				return cbase + off <= last ? cbase + off : INDEX_NONE;
+			index = cbase + NODE_SLOTS;
+			if (!(level = climb(index, 1, h)))
+				return INDEX_NONE;
+			continue;
+		}
+		path[--level] = child;
 	}
 	return INDEX_NONE;
 }

@@ -222,6 +222,41 @@ TEST(a_walk_stopped_inside_a_sparse_leaf_returns_the_callbacks_value)
 	idr_destroy(&idr);
 }
 
+/* idr_get_next() from past the last entry of the last leaf of a node goes
+ * on in the node's parent, or higher when that ends too: from a sparse
+ * leaf, from a full one, and across two levels at once. */
+TEST(iteration_climbs_past_the_end_of_a_node)
+{
+	struct idr idr;
+	int id;
+
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc(&idr, P(1), 1, 0, IDR_GFP_KERNEL), 1);
+	CHECK_EQ(idr_alloc(&idr, P(2), 4090, 0, IDR_GFP_KERNEL), 4090); /* leaf 63 */
+	CHECK_EQ(idr_alloc(&idr, P(3), 262100, 0, IDR_GFP_KERNEL), 262100);
+	CHECK_EQ(idr_alloc(&idr, P(4), 300000, 0, IDR_GFP_KERNEL), 300000);
+	static const int from[] = { 2, 4091, 4095, 4096, 262101, 262143, 262144 };
+	static const int want[] = { 4090, 262100, 262100, 262100, 300000, 300000, 300000 };
+	for (int k = 0; k < 7; k++) {
+		id = from[k];
+		void *p = idr_get_next(&idr, &id);
+		CHECK_EQ(id, want[k]);
+		CHECK(p == P(want[k] == 4090 ? 2 : want[k] == 262100 ? 3 : 4));
+	}
+	/* The same past a full leaf whose tail is empty. */
+	for (int i = 4032; i < 4090; i++)
+		CHECK_EQ(idr_alloc(&idr, P(5), i, 0, IDR_GFP_KERNEL), i);
+	for (int i = 4060; i < 4090; i++)
+		CHECK(idr_remove(&idr, (unsigned long)i) == P(5));
+	id = 4060;
+	CHECK(idr_get_next(&idr, &id) == P(2) && id == 4090);
+	CHECK(idr_remove(&idr, 4090) == P(2));
+	id = 4060;
+	CHECK(idr_get_next(&idr, &id) == P(3) && id == 262100);
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+}
+
 TEST(a_sparse_leaf_under_the_root_keeps_the_height)
 {
 	struct idr idr;
