@@ -4,7 +4,7 @@
  * slots point at 1024-bit bitmaps.  A leaf slot's free bit means "this
  * bitmap is absent or not full", so the tree search finds the first chunk
  * with room and the bitmap search finishes the job.  Dense cost: 128 bytes
- * per 1024 IDs plus one 536-byte node per 65536 IDs.
+ * per 1024 IDs plus one 520-byte node per 65536 IDs.
  */
 #include <string.h>
 

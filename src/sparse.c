@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Sparse leaves: what a leaf-level slot holds when its 64 IDs are mostly
- * free, so that scattered IDs cost words, not 536-byte leaves.
+ * free, so that scattered IDs cost words, not 520-byte leaves.
  *
  *   singleton  one entry in the slot word itself: the pointer, with its
  *              offset in the top byte and tag 11 in the bottom bits.  Only
