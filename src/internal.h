@@ -30,7 +30,7 @@
  *
  * free bit i: in a leaf, index i is not allocated; in an interior node,
  * child i is absent or has a free index somewhere below it.  Which children
- * an interior node has is read from its slots (node_has_children()): no
+ * an interior node has is read from its slots (node_edge_child()): no
  * bitmap keeps it, the paths that ask being rare.
  */
 struct idr_node {
@@ -38,31 +38,29 @@ struct idr_node {
 	uint64_t free;
 };
 
-/* Does @n have any child (or, in an ida leaf, any bitmap)?  An idr leaf
- * may also hold allocated NULL entries: ask its free bitmap for those. */
-static inline bool node_has_children(const struct idr_node *n)
+/* The lowest (with @highest, the highest) slot of @n that holds a child
+ * (in an ida leaf, a bitmap), or -1 if none does.  An idr leaf may also
+ * hold allocated NULL entries: its free bitmap tells of those. */
+static inline int node_edge_child(const struct idr_node *n, bool highest)
 {
-	for (unsigned i = 0; i < NODE_SLOTS; i++)
+	for (unsigned k = 0; k < NODE_SLOTS; k++) {
+		unsigned i = highest ? NODE_MASK - k : k;
 		if (n->slots[i])
-			return true;
-	return false;
+			return (int)i;
+	}
+	return -1;
 }
 
 /* Nothing allocated in @n and nothing below it: it can go. */
 static inline bool node_unused(const struct idr_node *n)
 {
-	return n->free == ~(uint64_t)0 && !node_has_children(n);
+	return n->free == ~(uint64_t)0 && node_edge_child(n, false) < 0;
 }
 
 /* Is slot 0 @n's only child?  (A root like that is a level too many.) */
 static inline bool only_first_child(const struct idr_node *n)
 {
-	if (!n->slots[0])
-		return false;
-	for (unsigned i = 1; i < NODE_SLOTS; i++)
-		if (n->slots[i])
-			return false;
-	return true;
+	return node_edge_child(n, true) == 0;
 }
 
 /*

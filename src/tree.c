@@ -502,18 +502,6 @@ const struct idr_node *tree_leaf_parent(const struct idr *idr, uint64_t leaf)
 	return p.node[2];
 }
 
-/* The lowest (with @highest, the highest) slot of @n holding a child, or
- * -1. */
-static int edge_child(const struct idr_node *n, bool highest)
-{
-	for (unsigned k = 0; k < NODE_SLOTS; k++) {
-		unsigned i = highest ? NODE_MASK - k : k;
-		if (n->slots[i])
-			return (int)i;
-	}
-	return -1;
-}
-
 /* The number (index >> NODE_BITS) of the lowest leaf-level word, or with
  * @highest the highest: down the lowest (highest) child of each interior
  * node.  0 below height 2. */
@@ -524,7 +512,7 @@ uint64_t tree_edge_leaf(const struct idr *idr, bool highest)
 	uint64_t leaf = 0;
 
 	for (unsigned h = root_height(root); h >= 2; h--) {
-		int i = edge_child(node, highest);
+		int i = node_edge_child(node, highest);
 		if (i < 0)
 			break;
 		leaf = leaf << NODE_BITS | (unsigned)i;
