@@ -196,8 +196,10 @@ void idr_preload_drain(void);
  *          does.
  * Return: the new ID; -EINVAL if @start < 0; -ENOSPC if no ID in the range is
  *         free, or if the range is empty (@end > 0 and @start >= @end, as in
- *         Linux); -ENOMEM if a node (or that directory) was needed and none
- *         could be had.  On error nothing changed.
+ *         Linux); -ENOMEM if a node was needed and none could be had.  A
+ *         directory the allocator refuses fails nothing: the allocation
+ *         goes without it, and lookups walk the tree.  On error nothing
+ *         changed.
  */
 int idr_alloc(struct idr *idr, void *ptr, int start, int end, idr_gfp_t gfp);
 

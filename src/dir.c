@@ -35,10 +35,11 @@
  * stays under 1/DIR_BUILD_RATIO of the tree's memory, and dropped when
  * removals bring it above 1/DIR_DROP_RATIO, so a sparse idr never pays for
  * one.  Growing it needs memory: IDR_GFP_KERNEL allocations outside a
- * preload section get it from the allocator (all or nothing, like the
- * nodes); any other only from a spare that idr_preload() set aside after an
- * earlier allocation on the thread had to go without, so the promise of no
- * allocator call inside a preload section holds.
+ * preload section get it from the allocator; any other only from a spare
+ * that idr_preload() set aside after an earlier allocation on the thread
+ * had to go without, so the promise of no allocator call inside a preload
+ * section holds.  An allocation that cannot have one goes without: no
+ * allocation fails for the directory's sake.
  */
 #include "internal.h"
 

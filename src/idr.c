@@ -56,8 +56,8 @@ static bool may_block(idr_gfp_t gfp)
 }
 
 /* @index needs a new node, a new form of sparse leaf, or a taller tree:
- * gather every node it takes (and a larger lookup directory, if it is due)
- * first, so that a failure changes nothing.  *@slot gets @index's slot if
+ * gather every node it takes (and a larger lookup directory, if it is due
+ * and can be had) first, so that a failure changes nothing.  *@slot gets @index's slot if
  * it went into a full leaf, else NULL. */
 static int alloc_slow(struct idr *idr, void *ptr, uint64_t index,
 		      struct node_pool *fixed, idr_gfp_t gfp, void ***slot)
@@ -80,14 +80,10 @@ static int alloc_slow(struct idr *idr, void *ptr, uint64_t index,
 		stock_kind(kind);
 	if (!fixed && pool_fill(pool, kind, need))
 		return -ENOMEM;
-	if (dir_cap) {
-		bool alloc = may_block(gfp);
-		dir = dir_obtain(dir_cap, alloc);
-		if (!dir && alloc) {
-			pool_return(pool);
-			return -ENOMEM;
-		}
-	}
+	/* The directory only speeds lookups up: without it they walk the
+	 * tree, so an allocator that refuses it fails nothing. */
+	if (dir_cap)
+		dir = dir_obtain(dir_cap, may_block(gfp));
 	if (kind == KIND_GEN) {
 		*slot = tree_insert(idr, index, pool, NULL, true, false);
 		publish(idr, *slot, index, ptr);

@@ -403,7 +403,6 @@ IDR_HIDDEN int pool_fill(struct node_pool *pool, enum node_kind kind,
 			 struct insert_need need);
 IDR_HIDDEN struct cleaf *pool_take_cleaf(struct node_pool *pool);
 IDR_HIDDEN void stock_kind(enum node_kind kind);
-IDR_HIDDEN void pool_return(struct node_pool *pool);
 IDR_HIDDEN struct idr_node *pool_take(struct node_pool *pool);
 IDR_HIDDEN bool in_preload(void);
 IDR_HIDDEN struct leafdir *stash_take_dir(size_t cap);

@@ -292,6 +292,30 @@ static void *shelf_or_alloc(struct shelf *sh, unsigned kind, bool *from_shelf)
 	return sh->node[--sh->count];
 }
 
+static void give_back(struct shelf *sh, unsigned kind, void *n, bool from_stash)
+{
+	if (from_stash && sh->count < IDR_PRELOAD_NODES)
+		sh->node[sh->count++] = n;
+	else
+		mem_free(n, kind_bytes(kind));
+}
+
+/* Give back what a pool did not use: stash nodes to the stash, the rest to
+ * the allocator, so a failed call leaves memory exactly as it found it. */
+static void pool_return(struct node_pool *pool)
+{
+	struct shelf *sh = &stash.shelf[pool->kind];
+
+	for (unsigned i = 0; i < pool->count; i++)
+		give_back(sh, pool->kind, pool->node[i], i < pool->from_stash);
+	if (pool->cleaf)
+		give_back(&stash.shelf[KIND_COMPACT], KIND_COMPACT, pool->cleaf,
+			  pool->cleaf_from_stash);
+	pool->count = 0;
+	pool->from_stash = 0;
+	pool->cleaf = NULL;
+}
+
 /* Gather what one insertion needs: @need.full nodes of @kind and maybe a
  * compact leaf, the stash's first, then the allocator's.  All or nothing:
  * on failure everything goes back where it came from. */
@@ -323,30 +347,6 @@ int pool_fill(struct node_pool *pool, enum node_kind kind, struct insert_need ne
 		}
 	}
 	return 0;
-}
-
-static void give_back(struct shelf *sh, unsigned kind, void *n, bool from_stash)
-{
-	if (from_stash && sh->count < IDR_PRELOAD_NODES)
-		sh->node[sh->count++] = n;
-	else
-		mem_free(n, kind_bytes(kind));
-}
-
-/* Give back what a pool did not use: stash nodes to the stash, the rest to
- * the allocator, so a failed call leaves memory exactly as it found it. */
-void pool_return(struct node_pool *pool)
-{
-	struct shelf *sh = &stash.shelf[pool->kind];
-
-	for (unsigned i = 0; i < pool->count; i++)
-		give_back(sh, pool->kind, pool->node[i], i < pool->from_stash);
-	if (pool->cleaf)
-		give_back(&stash.shelf[KIND_COMPACT], KIND_COMPACT, pool->cleaf,
-			  pool->cleaf_from_stash);
-	pool->count = 0;
-	pool->from_stash = 0;
-	pool->cleaf = NULL;
 }
 
 struct cleaf *pool_take_cleaf(struct node_pool *pool)
