@@ -20,6 +20,7 @@
  *   idr_is_empty, idr_get_cursor, | yes (a snapshot that may be stale)  | no
  *   idr_memory_usage              |                                     |
  *   idr_preload, idr_preload_end  | touch only this thread's stash      | preload: yes
+ *   idr_fork_*                    | the forking thread, around fork()   | no
  *   ida_*                         | yes: the ida takes its own lock     | alloc: yes
  *
  * Any number of readers may run concurrently with each other and with one
@@ -464,6 +465,29 @@ void idr_rcu_read_unlock(void);
  * Context: not inside an RCU read-side section; blocks.
  */
 void idr_rcu_barrier(void);
+
+/**
+ * idr_fork_prepare / idr_fork_parent / idr_fork_child - make libidr usable
+ * in the child of a fork() that is not followed by exec().
+ *
+ * Call idr_fork_prepare() just before fork(), then idr_fork_parent() in the
+ * parent and idr_fork_child() in the child, just after it.  Without them,
+ * nodes the child queues for freeing are never freed, idr_rcu_barrier()
+ * never returns there, and a parent thread that was inside a read-side
+ * section at the fork holds back the child's grace periods.  They wrap
+ * liburcu's fork hooks for urcu-bp and its call_rcu; a program that already
+ * calls those need not call these.  Do not register them with
+ * pthread_atfork(): liburcu warns that its call_rcu hooks can hang there
+ * when callbacks free memory, as libidr's do.  An idr whose lock another
+ * thread held at the fork stays locked in the child, as any mutex does; the
+ * lock's bias is taken care of without these calls.
+ * Context: the thread that forks, outside any RCU read-side section and
+ *          holding no idr lock; idr_fork_prepare() may block until
+ *          liburcu's workers pause.  None allocates.
+ */
+void idr_fork_prepare(void);
+void idr_fork_parent(void);
+void idr_fork_child(void);
 
 /* ---------------------------------------------------------------------- */
 /* Allocator hook and diagnostics (process-wide).                          */

@@ -194,3 +194,32 @@ void idr_rcu_barrier(void)
 	}
 	urcu_bp_barrier(); /* compact leaves and directories */
 }
+
+/*
+ * fork() copies only the calling thread.  In the child, liburcu's call_rcu
+ * worker is gone, so nodes queued for freeing would wait forever (and
+ * idr_rcu_barrier() with them), and a parent thread that was inside a
+ * read-side section at the fork would hold every grace period back.
+ * liburcu repairs both through these hooks, called in this order: its
+ * workers pause before the reader registry is locked, since a pausing
+ * worker may be waiting for a grace period.  They are not registered with
+ * pthread_atfork(): liburcu warns that its call_rcu hooks can hang there
+ * when callbacks call free(), as ours do.
+ */
+void idr_fork_prepare(void)
+{
+	urcu_bp_call_rcu_before_fork();
+	urcu_bp_before_fork();
+}
+
+void idr_fork_parent(void)
+{
+	urcu_bp_after_fork_parent();
+	urcu_bp_call_rcu_after_fork_parent();
+}
+
+void idr_fork_child(void)
+{
+	urcu_bp_after_fork_child();
+	urcu_bp_call_rcu_after_fork_child();
+}

@@ -13,6 +13,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <urcu-bp.h>
 #include <urcu/call-rcu.h>
 
@@ -296,6 +298,71 @@ TEST(nodes_retired_from_many_threads_are_all_freed)
 	for (int t = 0; t < 3; t++)
 		pthread_join(r[t].thread, NULL);
 	CHECK_EQ(tu_settled_live(), live);
+}
+
+/* fork() with idr_fork_prepare() / idr_fork_parent() / idr_fork_child():
+ * the child frees a batch the parent had queued, and what it retires
+ * itself, though another parent thread was inside a read-side section at
+ * the fork.  Without the calls the child's barrier never returns (the
+ * alarm ends it). */
+static int forking_reader_in, forking_reader_out;
+
+static void *hold_a_section(void *arg)
+{
+	(void)arg;
+	idr_rcu_read_lock();
+	__atomic_store_n(&forking_reader_in, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&forking_reader_out, __ATOMIC_SEQ_CST))
+		sched_yield();
+	idr_rcu_read_unlock();
+	return NULL;
+}
+
+static int child_after_fork(struct idr *idr, long live)
+{
+	idr_fork_child();
+	alarm(30);
+	for (int i = 0; i < 4096; i++)
+		if (idr_alloc(idr, P_OBJ, 0, 0, IDR_GFP_KERNEL) < 0)
+			return 1;
+	for (unsigned long i = 0; i < 4096; i += 2)
+		if (idr_remove(idr, i) != P_OBJ)
+			return 2;
+	idr_destroy(idr);
+	return tu_settled_live() == live ? 0 : 3;
+}
+
+TEST(a_forked_child_frees_what_was_queued_and_what_it_retires)
+{
+	struct idr idr;
+	pthread_t reader;
+	int status;
+
+	if (tu_tsan())
+		return; /* TSan cannot start threads in a child of a threaded parent */
+	long live = tu_settled_live();
+	idr_init(&idr);
+	for (int i = 0; i < 4096; i++)
+		CHECK_EQ(idr_alloc(&idr, P_OBJ, 0, 0, IDR_GFP_KERNEL), i);
+	forking_reader_in = forking_reader_out = 0;
+	CHECK_EQ(pthread_create(&reader, NULL, hold_a_section, NULL), 0);
+	while (!__atomic_load_n(&forking_reader_in, __ATOMIC_SEQ_CST))
+		sched_yield();
+	for (unsigned long i = 0; i < 4096; i++)
+		CHECK(idr_remove(&idr, i) == P_OBJ); /* queued, held back by the reader */
+	idr_fork_prepare();
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(child_after_fork(&idr, live));
+	idr_fork_parent();
+	pid_t waited = pid > 0 ? waitpid(pid, &status, 0) : -1;
+	__atomic_store_n(&forking_reader_out, 1, __ATOMIC_SEQ_CST);
+	pthread_join(reader, NULL);
+	idr_destroy(&idr);
+	CHECK(pid > 0);
+	CHECK_EQ(waited, pid);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WEXITSTATUS(status), 0);
 }
 
 /* ---- sparse leaves: lanes reused under lockless readers ---- */
