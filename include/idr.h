@@ -480,7 +480,10 @@ void idr_rcu_barrier(void);
  * pthread_atfork(): liburcu warns that its call_rcu hooks can hang there
  * when callbacks free memory, as libidr's do.  An idr whose lock another
  * thread held at the fork stays locked in the child, as any mutex does; the
- * lock's bias is taken care of without these calls.
+ * lock's bias is taken care of without these calls.  No other thread may be
+ * inside a libidr call that removes or destroys at the moment of the fork:
+ * the queue of nodes waiting for a grace period is process-wide, and the
+ * child could inherit it half-changed.
  * Context: the thread that forks, outside any RCU read-side section and
  *          holding no idr lock; idr_fork_prepare() may block until
  *          liburcu's workers pause.  None allocates.
