@@ -57,8 +57,8 @@ static bool may_block(idr_gfp_t gfp)
 
 /* @index needs a new node, a new form of sparse leaf, or a taller tree:
  * gather every node it takes (and a larger lookup directory, if it is due
- * and can be had) first, so that a failure changes nothing.  *@slot gets @index's slot if
- * it went into a full leaf, else NULL. */
+ * and can be had) first, so that a failure changes nothing.  *@slot gets
+ * @index's slot if it went into a full leaf, else NULL. */
 static int alloc_slow(struct idr *idr, void *ptr, uint64_t index,
 		      struct node_pool *fixed, idr_gfp_t gfp, void ***slot)
 {
