@@ -15,6 +15,9 @@
 
 #include "testutil.h"
 
+/* compat_writer uses the old API on purpose. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
 #define THREADS 4
 #define SPACE 4096 /* small, so IDs are reused all the time */
 
@@ -46,33 +49,75 @@ static int give_back(struct writer *w, uint64_t *rng)
 	return id;
 }
 
+static bool time_to_remove(const struct writer *w, uint64_t *rng)
+{
+	return w->nheld && (w->nheld >= SPACE / THREADS || tu_rand(rng) % 2);
+}
+
+static void remove_one(struct writer *w, uint64_t *rng)
+{
+	int id = give_back(w, rng);
+
+	idr_lock(w->idr);
+	/* the owner is cleared first: the ID may be reissued as soon as the
+	 * lock drops */
+	if (idr_remove(w->idr, (unsigned)id) != tu_tag_ptr(w->tag, (unsigned)id))
+		w->errors++;
+	idr_unlock(w->idr);
+}
+
+/* Under the lock: a reserved ID @id (or an error) becomes this writer's. */
+static void keep(struct writer *w, int id)
+{
+	if (id < 0) {
+		w->errors++;
+		return;
+	}
+	take(w, id);
+	idr_replace(w->idr, tu_tag_ptr(w->tag, (unsigned)id), (unsigned)id);
+}
+
 static void *idr_writer(void *arg)
 {
 	struct writer *w = arg;
 	uint64_t rng = (uint64_t)w->tag * 7777 + 1;
 
 	for (long i = 0; i < w->iters; i++) {
-		if (w->nheld && (w->nheld >= SPACE / THREADS || tu_rand(&rng) % 2)) {
-			int id = give_back(w, &rng);
-			idr_lock(w->idr);
-			/* the owner is cleared first: the ID may be reissued as
-			 * soon as the lock drops */
-			if (idr_remove(w->idr, (unsigned)id) != tu_tag_ptr(w->tag, (unsigned)id))
-				w->errors++;
-			idr_unlock(w->idr);
+		if (time_to_remove(w, &rng)) {
+			remove_one(w, &rng);
 			continue;
 		}
 		idr_preload(IDR_GFP_KERNEL);
 		idr_lock(w->idr);
-		int id = idr_alloc(w->idr, NULL, 0, SPACE, IDR_GFP_NOWAIT);
-		if (id >= 0) {
-			take(w, id);
-			idr_replace(w->idr, tu_tag_ptr(w->tag, (unsigned)id), (unsigned)id);
-		} else {
-			w->errors++;
-		}
+		keep(w, idr_alloc(w->idr, NULL, 0, SPACE, IDR_GFP_NOWAIT));
 		idr_unlock(w->idr);
 		idr_preload_end();
+	}
+	return NULL;
+}
+
+/* The old API: idr_pre_get() outside the lock, so that the threads fill and
+ * drain the idr's one reserve at the same time, and idr_get_new() under it,
+ * again after -EAGAIN (another thread took the nodes). */
+static void *compat_writer(void *arg)
+{
+	struct writer *w = arg;
+	uint64_t rng = (uint64_t)w->tag * 4243 + 3;
+
+	for (long i = 0; i < w->iters; i++) {
+		if (time_to_remove(w, &rng)) {
+			remove_one(w, &rng);
+			continue;
+		}
+		int id, err = -EAGAIN;
+		while (err == -EAGAIN && idr_pre_get(w->idr, IDR_GFP_KERNEL)) {
+			idr_lock(w->idr);
+			err = idr_get_new(w->idr, NULL, &id);
+			if (err != -EAGAIN)
+				keep(w, err ? err : id);
+			idr_unlock(w->idr);
+		}
+		w->errors += err == -EAGAIN; /* idr_pre_get() failed */
 	}
 	return NULL;
 }
@@ -98,13 +143,15 @@ static bool run_writers(struct writer *w, struct idr *idr, struct ida *ida,
 	return ok;
 }
 
-TEST(writers_with_idr_lock_never_share_an_id)
+/* Writers running @fn on one idr: no ID held twice at once, and at the end
+ * the idr holds exactly what each writer kept. */
+static void writers_share_one_idr(void *(*fn)(void *))
 {
 	static struct writer w[THREADS];
 	struct idr idr;
 
 	idr_init_flags(&idr, 0, tu_tsan() ? IDR_F_NO_RCU : 0);
-	CHECK(run_writers(w, &idr, NULL, idr_writer));
+	CHECK(run_writers(w, &idr, NULL, fn));
 	long total = 0;
 	for (int i = 0; i < THREADS; i++) {
 		for (int k = 0; k < w[i].nheld; k++)
@@ -119,6 +166,16 @@ TEST(writers_with_idr_lock_never_share_an_id)
 		seen++;
 	CHECK_EQ(seen, total);
 	idr_destroy(&idr);
+}
+
+TEST(writers_with_idr_lock_never_share_an_id)
+{
+	writers_share_one_idr(idr_writer);
+}
+
+TEST(old_api_writers_share_the_reserve_and_never_share_an_id)
+{
+	writers_share_one_idr(compat_writer);
 }
 
 static void *ida_user(void *arg)
