@@ -46,12 +46,10 @@
 #ifdef IDR_DIR_SMALL
 /* Fuzz builds: a directory on nearly every tree of height 2 or more, so
  * that small inputs grow, replace and drop it. */
-#define DIR_MIN_CAP 2
 #define DIR_DOUBLE_BELOW 8
 #define DIR_BUILD_RATIO 1
 #define DIR_DROP_RATIO 1
 #else
-#define DIR_MIN_CAP 16 /* 128 bytes: lookups in an idr of 1,000 IDs take half the time */
 #define DIR_DOUBLE_BELOW 16384 /* entries: 128 KiB, a million IDs */
 /* As many entries as when they were 32 bits (entries per byte of tree). */
 #define DIR_BUILD_RATIO 16

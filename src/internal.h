@@ -193,6 +193,15 @@ static inline bool dir_names_leaf(uintptr_t e)
 {
 	return !(e & 1);
 }
+/* A directory's entries come in steps of DIR_MIN_CAP.  Fuzz builds
+ * (IDR_DIR_SMALL) take small steps of 3, so that no directory is the size
+ * of a node: fuzz tells a refused directory, which fails no allocation,
+ * from a refused node, which must, by the size that was asked for. */
+#ifdef IDR_DIR_SMALL
+#define DIR_MIN_CAP 3
+#else
+#define DIR_MIN_CAP 16 /* 128 bytes: lookups in an idr of 1,000 IDs take half the time */
+#endif
 struct leafdir {
 	size_t keyed;            /* entries idr_find() may index by ID >> 6 */
 	uint64_t first;          /* the leaf (ID >> 6) of entry 0 */
