@@ -77,48 +77,54 @@ static void keep(struct writer *w, int id)
 	idr_replace(w->idr, tu_tag_ptr(w->tag, (unsigned)id), (unsigned)id);
 }
 
-static void *idr_writer(void *arg)
+/* Remove or add at random for @w->iters steps, adding with @add. */
+static void churn(struct writer *w, uint64_t seed, void (*add)(struct writer *w))
 {
-	struct writer *w = arg;
-	uint64_t rng = (uint64_t)w->tag * 7777 + 1;
+	uint64_t rng = (uint64_t)w->tag * seed + 1;
 
 	for (long i = 0; i < w->iters; i++) {
-		if (time_to_remove(w, &rng)) {
+		if (time_to_remove(w, &rng))
 			remove_one(w, &rng);
-			continue;
-		}
-		idr_preload(IDR_GFP_KERNEL);
-		idr_lock(w->idr);
-		keep(w, idr_alloc(w->idr, NULL, 0, SPACE, IDR_GFP_NOWAIT));
-		idr_unlock(w->idr);
-		idr_preload_end();
+		else
+			add(w);
 	}
-	return NULL;
+}
+
+static void add_by_seed_pattern(struct writer *w)
+{
+	idr_preload(IDR_GFP_KERNEL);
+	idr_lock(w->idr);
+	keep(w, idr_alloc(w->idr, NULL, 0, SPACE, IDR_GFP_NOWAIT));
+	idr_unlock(w->idr);
+	idr_preload_end();
 }
 
 /* The old API: idr_pre_get() outside the lock, so that the threads fill and
  * drain the idr's one reserve at the same time, and idr_get_new() under it,
  * again after -EAGAIN (another thread took the nodes). */
+static void add_by_old_api(struct writer *w)
+{
+	int id, err = -EAGAIN;
+
+	while (err == -EAGAIN && idr_pre_get(w->idr, IDR_GFP_KERNEL)) {
+		idr_lock(w->idr);
+		err = idr_get_new(w->idr, NULL, &id);
+		if (err != -EAGAIN)
+			keep(w, err ? err : id);
+		idr_unlock(w->idr);
+	}
+	w->errors += err == -EAGAIN; /* idr_pre_get() failed */
+}
+
+static void *idr_writer(void *arg)
+{
+	churn(arg, 7777, add_by_seed_pattern);
+	return NULL;
+}
+
 static void *compat_writer(void *arg)
 {
-	struct writer *w = arg;
-	uint64_t rng = (uint64_t)w->tag * 4243 + 3;
-
-	for (long i = 0; i < w->iters; i++) {
-		if (time_to_remove(w, &rng)) {
-			remove_one(w, &rng);
-			continue;
-		}
-		int id, err = -EAGAIN;
-		while (err == -EAGAIN && idr_pre_get(w->idr, IDR_GFP_KERNEL)) {
-			idr_lock(w->idr);
-			err = idr_get_new(w->idr, NULL, &id);
-			if (err != -EAGAIN)
-				keep(w, err ? err : id);
-			idr_unlock(w->idr);
-		}
-		w->errors += err == -EAGAIN; /* idr_pre_get() failed */
-	}
+	churn(arg, 4243, add_by_old_api);
 	return NULL;
 }
 
