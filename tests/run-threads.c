@@ -5,10 +5,17 @@
  * holders at once, and the final contents must be exactly the union of what
  * each thread kept.  Runs under ThreadSanitizer too (no RCU readers here).
  */
+#include <linux/filter.h>
+#include <linux/membarrier.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -350,29 +357,98 @@ TEST(idr_lock_bias_of_an_exited_thread_is_revoked)
 	count_with_threads(&idr, tu_scale(20000));
 }
 
+/* Make membarrier(2) fail with EPERM in this process, through a seccomp
+ * filter: only its private expedited commands (registration included) if
+ * @private_only, so that MEMBARRIER_CMD_GLOBAL still works, else all. */
+static bool refuse_membarrier(bool private_only)
+{
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_membarrier, 0, 5),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, private_only ? SECCOMP_RET_ALLOW : SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(code) / sizeof(code[0]), code };
+
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+	       prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
+enum refusal { REFUSE_NONE, REFUSE_PRIVATE, REFUSE_ALL };
+
+/* In a forked child: another thread takes @idr's bias (this thread's)
+ * away, with membarrier() refused as @how says.  0 if it was revoked and
+ * the lock works. */
+static int revoke_in_child(struct idr *idr, enum refusal how)
+{
+	pthread_t t;
+
+	if (how != REFUSE_NONE && !refuse_membarrier(how == REFUSE_PRIVATE))
+		return 3;
+	if (pthread_create(&t, NULL, lock_and_leave, idr))
+		return 2;
+	pthread_join(t, NULL);
+	idr_lock(idr);
+	idr_unlock(idr);
+	return idr->idr_lock_revoke == 1 && idr->idr_lock_word == 0 ? 0 : 1;
+}
+
+/* Bias @idr to this thread, fork, and revoke in the child; its status. */
+static int fork_and_revoke(struct idr *idr, enum refusal how)
+{
+	int status = -1;
+
+	idr_lock(idr); /* biased to this thread, in the parent and the child */
+	idr_unlock(idr);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(revoke_in_child(idr, how));
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return status;
+}
+
+/* The bias is revoked in a forked child too.  (Linux carries the
+ * membarrier() registration over to the child; lock.c registers again if
+ * a kernel does not.) */
 TEST(idr_lock_revokes_in_a_forked_child)
 {
 	DEFINE_IDR(idr);
-	pthread_t t;
-	int status;
 
 	if (tu_tsan())
 		return; /* TSan cannot start threads in a child of a threaded parent */
-	idr_lock(&idr); /* biased to this thread, in the parent and the child */
-	idr_unlock(&idr);
-	pid_t pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		/* Another thread of the child takes the bias away: its barrier
-		 * must work in the child too. */
-		if (pthread_create(&t, NULL, lock_and_leave, &idr))
-			_exit(2);
-		pthread_join(t, NULL);
-		idr_lock(&idr);
-		idr_unlock(&idr);
-		_exit(idr.idr_lock_revoke == 1 && idr.idr_lock_word == 0 ? 0 : 1);
-	}
-	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	int status = fork_and_revoke(&idr, REFUSE_NONE);
 	CHECK(WIFEXITED(status));
 	CHECK_EQ(WEXITSTATUS(status), 0);
+}
+
+/* Without the private expedited barrier (refused, say, by a seccomp
+ * filter), a revoker falls back on MEMBARRIER_CMD_GLOBAL. */
+TEST(idr_lock_revokes_through_the_global_barrier)
+{
+	DEFINE_IDR(idr);
+	long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+	if (tu_tsan() || cmds < 0 || !(cmds & MEMBARRIER_CMD_GLOBAL))
+		return;
+	int status = fork_and_revoke(&idr, REFUSE_PRIVATE);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WEXITSTATUS(status), 0);
+}
+
+/* With no barrier at all after the bias was given, a revoker can neither
+ * take the lock safely nor wait: it reports and aborts (idr.h). */
+TEST(idr_lock_aborts_when_membarrier_stops_working)
+{
+	DEFINE_IDR(idr);
+
+	if (tu_tsan())
+		return;
+	int status = fork_and_revoke(&idr, REFUSE_ALL);
+	CHECK(WIFSIGNALED(status));
+	CHECK_EQ(WTERMSIG(status), SIGABRT);
 }
