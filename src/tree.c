@@ -676,13 +676,13 @@ static void release_at(struct idr *idr, struct path *p, void *word,
 	p->off[1] = off;
 	slot_store(&leaf->slots[off], NULL);
 	path_mark_free(p);
-	uint64_t left = ~leaf->free; /* allocated; an ida's bitmaps: full ones */
 	if (node_unused(leaf)) {
 		unlink_empty(idr, p, 1);
 		dir_settle(idr);
 		return;
 	}
-	if (sparse_ok && p->height > 1 && !more_than_cap(left)) {
+	/* ~free: the allocated IDs (in an ida leaf, the full bitmaps) */
+	if (sparse_ok && p->height > 1 && !more_than_cap(~leaf->free)) {
 		sparse_demote(idr, path_leaf_ref(p));
 		dir_settle(idr);
 	}
