@@ -22,7 +22,7 @@
 
 #include "testutil.h"
 
-/* compat_writer uses the old API on purpose. */
+/* add_by_old_api() uses the old API on purpose. */
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 #define THREADS 4
