@@ -102,6 +102,25 @@ static inline bool is_sparse(const void *leaf_word)
 	return (uintptr_t)leaf_word & TAG_MASK;
 }
 
+/* A singleton's offset sits in the pointer's top byte. */
+#define SINGLE_SHIFT 56
+
+static inline bool is_single(const void *word)
+{
+	return ((uintptr_t)word & TAG_MASK) == TAG_SINGLE;
+}
+
+static inline unsigned single_off(const void *word)
+{
+	return (unsigned)((uintptr_t)word >> SINGLE_SHIFT) & NODE_MASK;
+}
+
+static inline void *single_ptr(const void *word)
+{
+	return (void *)((uintptr_t)word &
+			~((~(uintptr_t)0 << SINGLE_SHIFT) | TAG_MASK));
+}
+
 static inline size_t kind_bytes(enum node_kind kind)
 {
 	if (kind == KIND_COMPACT)
@@ -438,8 +457,8 @@ IDR_HIDDEN bool sparse_allowed(const struct idr *idr);
 IDR_HIDDEN bool prefer_single(const void *ptr);
 IDR_HIDDEN uint64_t sparse_taken(const void *word);
 IDR_HIDDEN void *sparse_find(const void *word, unsigned off);
-IDR_HIDDEN bool sparse_next(const void *word, unsigned from, unsigned *off,
-			    void **entry);
+IDR_HIDDEN bool cleaf_next(const void *word, unsigned from, unsigned *off,
+			   void **entry);
 IDR_HIDDEN bool sparse_get(const void *word, unsigned off, void **value);
 IDR_HIDDEN bool sparse_needs_full(const void *word);
 IDR_HIDDEN struct idr_node *sparse_to_full(struct idr *idr, struct leaf_ref ref,
@@ -452,6 +471,20 @@ IDR_HIDDEN int sparse_set(struct idr *idr, struct leaf_ref ref, unsigned off, vo
 IDR_HIDDEN bool sparse_remove(struct idr *idr, struct leaf_ref ref, unsigned off);
 IDR_HIDDEN void sparse_demote(struct idr *idr, struct leaf_ref ref);
 IDR_HIDDEN void sparse_free(void *word);
+
+/* Reader side: the lowest offset >= @from in sparse word @word holding a
+ * non-NULL entry.  A singleton is answered here, without a call: walking a
+ * sparse idr asks this of most leaves, twice (idr_get_next() from the
+ * entry after the last one starts in the same leaf). */
+static inline bool sparse_next(const void *word, unsigned from, unsigned *off,
+			       void **entry)
+{
+	if (!is_single(word))
+		return cleaf_next(word, from, off, entry);
+	*off = single_off(word);
+	*entry = single_ptr(word);
+	return *off >= from && *entry;
+}
 IDR_HIDDEN struct idr_node *node_new(struct idr *idr, struct node_pool *pool);
 
 /* rcu.c */

@@ -32,8 +32,6 @@
  */
 #include "internal.h"
 
-#define SINGLE_SHIFT 56
-
 bool sparse_allowed(const struct idr *idr)
 {
 	return idr_kind(idr) == KIND_PLAIN;
@@ -61,22 +59,6 @@ bool prefer_single(const void *ptr)
 static void *single_word(unsigned off, void *ptr)
 {
 	return (void *)((uintptr_t)ptr | (uintptr_t)off << SINGLE_SHIFT | TAG_SINGLE);
-}
-
-static bool is_single(const void *word)
-{
-	return ((uintptr_t)word & TAG_MASK) == TAG_SINGLE;
-}
-
-static unsigned single_off(const void *word)
-{
-	return (unsigned)((uintptr_t)word >> SINGLE_SHIFT) & NODE_MASK;
-}
-
-static void *single_ptr(const void *word)
-{
-	return (void *)((uintptr_t)word &
-			~((~(uintptr_t)0 << SINGLE_SHIFT) | TAG_MASK));
 }
 
 static struct cleaf *cleaf_of(const void *word)
@@ -152,15 +134,11 @@ void *sparse_find(const void *word, unsigned off)
 	}
 }
 
-/* Reader side: the lowest offset >= @from holding a non-NULL entry. */
-bool sparse_next(const void *word, unsigned from, unsigned *off, void **entry)
+/* Reader side: sparse_next() (internal.h) for a compact leaf. */
+bool cleaf_next(const void *word, unsigned from, unsigned *off, void **entry)
 {
-	if (is_single(word)) {
-		*off = single_off(word);
-		*entry = single_ptr(word);
-		return *off >= from && *entry;
-	}
 	const struct cleaf *c = cleaf_of(word);
+
 	while (from < NODE_SLOTS) {
 		uint64_t lanes = lanes_load(c);
 		unsigned best = NODE_SLOTS, best_lane = 0;

@@ -42,6 +42,18 @@ static void publish_root(struct idr *idr, struct idr_node *node, unsigned h)
 			 __ATOMIC_RELEASE);
 }
 
+/* Bumped each time a node of height 2 or more leaves a tree, after it is
+ * unlinked and before it is retired, so that a twig hint (below) taken
+ * before can be told apart from one still in its tree.  Process-wide, not
+ * per idr: an idr destroyed and initialized again at the same address
+ * would count from 0 again.  Rare: a twig covers 4096 IDs. */
+static unsigned long twig_epoch;
+
+static void twig_gone(void)
+{
+	__atomic_fetch_add(&twig_epoch, 1, __ATOMIC_RELEASE);
+}
+
 /* Fill @p with the nodes from the root down to level @stop (or the root
  * leaf) on @index's path.  Returns false if the tree does not reach it. */
 static bool walk_to(const struct idr *idr, uint64_t index, struct path *p,
@@ -618,6 +630,7 @@ static void shrink(struct idr *idr)
 		if (is_sparse(child))
 			return; /* the root must be a node: stay at height 2 */
 		publish_root(idr, child, --h);
+		twig_gone();
 		node_retire(idr, top);
 		top = child;
 	}
@@ -633,6 +646,8 @@ static void unlink_empty(struct idr *idr, struct path *p, unsigned from)
 		if (level == p->height) {
 			publish_root(idr, NULL, 0);
 			dir_drop(idr);
+			if (level >= 2)
+				twig_gone();
 			node_retire(idr, p->node[level]);
 			return;
 		}
@@ -642,6 +657,8 @@ static void unlink_empty(struct idr *idr, struct path *p, unsigned from)
 		else
 			slot_store(&parent->slots[p->off[level + 1]], NULL);
 		parent->free |= bit(p->off[level + 1]);
+		if (level >= 2)
+			twig_gone();
 		node_retire(idr, p->node[level]);
 	}
 	shrink(idr);
@@ -752,6 +769,8 @@ void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry))
 	publish_root(idr, NULL, 0);
 	dir_drop(idr);
 	idr->idr_hint = NULL;
+	if (root_height(root) >= 2)
+		twig_gone();
 	if (leaf_fn)
 		subtree_free(root_node(root), root_height(root), idr_kind(idr),
 			     leaf_fn);
@@ -832,18 +851,96 @@ static unsigned climb(uint64_t index, unsigned level, unsigned h)
 	return level;
 }
 
-/* Down from the root to the first entry at or after @index, without
- * recursion: each call of idr_get_next() makes one such descent, and on a
- * sparse idr it is most of the call.  A node with nothing left sends the
- * search on in its parent, which the descent kept, not back to the root:
- * on a sparse idr most calls find their own leaf empty past @index and go
- * on to the next one.  A reader may follow those kept nodes: an interior
- * node leaves the tree only once it is empty or, shrinking, keeps its one
- * child in slot 0, and RCU keeps it readable for the call. */
-uint64_t tree_next_entry(const struct idr *idr, uint64_t index, uint64_t last,
-			 void **entry)
+/* ---- idr_get_next()'s walk ---- */
+
+/* A twig is a height-2 node: its slots hold the leaves.  This thread's last
+ * tree_next_entry() remembers the twig it searched, with the tree's root
+ * and the epoch it saw, and the next call, usually for the next index in
+ * the same twig, starts there instead of at the root.  On a sparse idr the
+ * walk down was most of each idr_get_next(): three dependent loads before
+ * the twig's slot, each call waiting on the one before for its index.
+ *
+ * Why a remembered twig is safe to read: the call that uses it runs inside
+ * a read-side section (or holds the writer lock, for IDR_F_NO_RCU), and
+ * loads the epoch first.  A twig that had left its tree and been freed
+ * since was unlinked, then counted, then freed a grace period later (at
+ * once without RCU, after the count); a section still running when that
+ * grace period ended began after it started, and so sees the count.  The
+ * root is compared too, so that an idr freed with IDs still in it (a leak,
+ * its nodes never retired) and another initialized at its address do not
+ * share a hint. */
+struct twig_hint {
+	const struct idr *idr;
+	uintptr_t root;
+	unsigned long epoch;
+	uint64_t base;
+	const struct idr_node *twig;
+};
+static _Thread_local struct twig_hint twig_hint __attribute__((tls_model("initial-exec")));
+
+/* The first non-NULL entry in full leaf @leaf at or after offset @from. */
+static bool leaf_next(const struct idr_node *leaf, unsigned from, unsigned *off,
+		      void **entry)
 {
-	uintptr_t root = root_load(idr);
+	for (unsigned o = from; o < NODE_SLOTS; o++)
+		if ((*entry = slot_load(&leaf->slots[o])) != NULL) {
+			*off = o;
+			return true;
+		}
+	return false;
+}
+
+/* Start the compact leaf that the next idr_get_next() will most likely
+ * read, the next leaf after slot @o, on its way into the cache.  Walking a
+ * sparse idr that is not in cache waits on each compact leaf in turn, each
+ * call needing the last one's result; a leaf asked for one call ahead
+ * overlaps those waits (make bench, "iterate after 99% removed": 1.46x to
+ * 1.61x judy's time before, 1.20x to 1.28x after).  It looks no further
+ * than the next 8 slots: asking for more, two leaves ahead, measured no
+ * better than asking for none. */
+static void prefetch_next_leaf(const struct idr_node *t, unsigned o)
+{
+	for (unsigned k = o + 1; k < NODE_SLOTS && k <= o + 8; k++) {
+		uintptr_t leaf = (uintptr_t)slot_load(&t->slots[k]);
+		if (leaf) {
+			if ((leaf & TAG_MASK) == TAG_COMPACT)
+				__builtin_prefetch((const void *)(leaf & ~TAG_MASK));
+			return;
+		}
+	}
+}
+
+/* The first entry at or after @index and at most @last under twig @t, whose
+ * first index is @base; INDEX_NONE if it has none. */
+static uint64_t twig_next(const struct idr_node *t, uint64_t base,
+			  uint64_t index, uint64_t last, void **entry)
+{
+	for (unsigned o = slot_offset(index, 2); o < NODE_SLOTS; o++) {
+		uint64_t cbase = base + ((uint64_t)o << NODE_BITS);
+		void *leaf = slot_load(&t->slots[o]);
+		unsigned from = index > cbase ? (unsigned)(index - cbase) : 0, off;
+
+		if (cbase > last)
+			return INDEX_NONE;
+		if (leaf && (is_sparse(leaf) ? sparse_next(leaf, from, &off, entry)
+					     : leaf_next(leaf, from, &off, entry))) {
+			prefetch_next_leaf(t, o);
+			return cbase + off <= last ? cbase + off : INDEX_NONE;
+		}
+	}
+	return INDEX_NONE;
+}
+
+/* Down from the root to the first entry at or after @index, without
+ * recursion, through the twig that holds it; a twig with nothing left
+ * sends the search on in its parent, which the descent kept, not back to
+ * the root.  A reader may follow those kept nodes: an interior node leaves
+ * the tree only once it is empty or, shrinking, keeps its one child in slot
+ * 0, and RCU keeps it readable for the call. */
+static uint64_t walk_next(const struct idr *idr, uintptr_t root,
+			  unsigned long epoch, uint64_t index, uint64_t last,
+			  void **entry)
+{
 	unsigned h = root_height(root), level = h;
 	const struct idr_node *path[MAX_HEIGHT + 1];
 
@@ -856,6 +953,16 @@ uint64_t tree_next_entry(const struct idr *idr, uint64_t index, uint64_t last,
 		const struct idr_node *n = path[level];
 		unsigned shift = NODE_BITS * (level - 1);
 		uint64_t node_base = index & ~(span(level) - 1);
+		if (level == 2) {
+			twig_hint = (struct twig_hint){ idr, root, epoch, node_base, n };
+			uint64_t found = twig_next(n, node_base, index, last, entry);
+			if (found != INDEX_NONE)
+				return found;
+			index = node_base + span(2);
+			if (!(level = climb(index, 2, h)))
+				return INDEX_NONE;
+			continue;
+		}
 		unsigned o = (unsigned)(index >> shift) & NODE_MASK;
 		void *child;
 		while (!(child = slot_load(&n->slots[o])) && ++o < NODE_SLOTS)
@@ -871,20 +978,28 @@ uint64_t tree_next_entry(const struct idr *idr, uint64_t index, uint64_t last,
 			index = cbase;
 		if (index > last)
 			return INDEX_NONE;
-		if (level == 1) {
+		if (level == 1) { /* the root is the only leaf */
 			*entry = child;
 			return index;
-		}
-		if (level == 2 && is_sparse(child)) {
-			unsigned off;
-			if (sparse_next(child, (unsigned)(index - cbase), &off, entry))
-				return cbase + off <= last ? cbase + off : INDEX_NONE;
-			index = cbase + NODE_SLOTS;
-			if (!(level = climb(index, 1, h)))
-				return INDEX_NONE;
-			continue;
 		}
 		path[--level] = child;
 	}
 	return INDEX_NONE;
+}
+
+uint64_t tree_next_entry(const struct idr *idr, uint64_t index, uint64_t last,
+			 void **entry)
+{
+	unsigned long epoch = __atomic_load_n(&twig_epoch, __ATOMIC_ACQUIRE);
+	uintptr_t root = root_load(idr);
+	const struct twig_hint *hint = &twig_hint;
+
+	if (hint->idr == idr && hint->root == root && hint->epoch == epoch &&
+	    index - hint->base < span(2)) {
+		uint64_t found = twig_next(hint->twig, hint->base, index, last, entry);
+		if (found != INDEX_NONE)
+			return found;
+		index = hint->base + span(2);
+	}
+	return walk_next(idr, root, epoch, index, last, entry);
 }

@@ -257,6 +257,90 @@ TEST(iteration_climbs_past_the_end_of_a_node)
 	idr_destroy(&idr);
 }
 
+/* idr_get_next() resumes at the twig (the node above the leaves) its last
+ * call searched, if no twig has left any tree since.  Here the twig of IDs
+ * 4096..8191 empties and goes between two calls, and another takes its
+ * place under the same root: the next call must read the new one.  Freed
+ * nodes are kept zeroed, so the old twig, if read, would show no entries
+ * and the call would skip to ID 9000. */
+TEST(a_walk_resumed_after_its_twig_left_reads_the_new_one)
+{
+	struct idr idr;
+	int id = 4097;
+
+	tu_hold_freed(true);
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc(&idr, P(1), 10, 0, IDR_GFP_KERNEL), 10);
+	CHECK_EQ(idr_alloc(&idr, P(2), 5000, 0, IDR_GFP_KERNEL), 5000);
+	CHECK_EQ(idr_alloc(&idr, P(3), 7000, 0, IDR_GFP_KERNEL), 7000);
+	CHECK_EQ(idr_alloc(&idr, P(4), 9000, 0, IDR_GFP_KERNEL), 9000);
+	CHECK(idr_get_next(&idr, &id) == P(2) && id == 5000);
+	CHECK(idr_remove(&idr, 5000) == P(2));
+	CHECK(idr_remove(&idr, 7000) == P(3));
+	idr_rcu_barrier(); /* the twig is freed */
+	CHECK_EQ(idr_alloc(&idr, P(5), 6000, 0, IDR_GFP_KERNEL), 6000);
+	id = 5001;
+	CHECK(idr_get_next(&idr, &id) == P(5) && id == 6000);
+	/* The same after idr_destroy(), at the same address. */
+	idr_destroy(&idr);
+	idr_rcu_barrier();
+	CHECK_EQ(idr_alloc(&idr, P(6), 6500, 0, IDR_GFP_KERNEL), 6500);
+	CHECK_EQ(idr_alloc(&idr, P(7), 9000, 0, IDR_GFP_KERNEL), 9000);
+	id = 6001;
+	CHECK(idr_get_next(&idr, &id) == P(6) && id == 6500);
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+}
+
+/* An idr initialized again without idr_destroy() leaks its nodes, and no
+ * twig leaves a tree: the remembered twig is told apart by the root. */
+TEST(an_idr_initialized_over_a_leaked_one_shares_no_walk)
+{
+	struct idr idr, leaked;
+	int id = 0;
+
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc(&idr, P(1), 5000, 0, IDR_GFP_KERNEL), 5000);
+	CHECK(idr_get_next(&idr, &id) == P(1) && id == 5000);
+	leaked = idr; /* only so that the test can free it */
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc(&idr, P(2), 6000, 0, IDR_GFP_KERNEL), 6000);
+	id = 5001;
+	CHECK(idr_get_next(&idr, &id) == P(2) && id == 6000);
+	id = 4096;
+	CHECK(idr_get_next(&leaked, &id) == P(1) && id == 5000);
+	idr_destroy(&leaked);
+	idr_destroy(&idr);
+}
+
+/* Two walks in turn, of two idrs with IDs in the same twig ranges: each
+ * call gets its own idr's entries. */
+TEST(walks_of_two_idrs_in_turn_stay_apart)
+{
+	struct idr a, b;
+	int ia = 0, ib = 0, seen = 0;
+
+	idr_init(&a);
+	idr_init(&b);
+	for (int i = 0; i < 40; i++) {
+		CHECK_EQ(idr_alloc(&a, P(i), 100 * i + 1, 0, IDR_GFP_KERNEL), 100 * i + 1);
+		CHECK_EQ(idr_alloc(&b, P(i + 40), 100 * i + 2, 0, IDR_GFP_KERNEL),
+			 100 * i + 2);
+	}
+	for (;; ia++, ib++, seen++) {
+		void *pa = idr_get_next(&a, &ia), *pb = idr_get_next(&b, &ib);
+		if (!pa || !pb) {
+			CHECK(!pa && !pb);
+			break;
+		}
+		CHECK(pa == P(seen) && ia == 100 * seen + 1);
+		CHECK(pb == P(seen + 40) && ib == 100 * seen + 2);
+	}
+	CHECK_EQ(seen, 40);
+	idr_destroy(&a);
+	idr_destroy(&b);
+}
+
 TEST(a_sparse_leaf_under_the_root_keeps_the_height)
 {
 	struct idr idr;

@@ -386,6 +386,7 @@ struct race {
 	int stop;
 	pthread_t thread[2];
 	long bad[2];
+	bool stepwise; /* walk with idr_get_next(), a section per entry, instead */
 };
 
 struct walk {
@@ -426,6 +427,28 @@ static long race_section(const struct race *r, uint64_t *rng, bool walk)
 	return bad;
 }
 
+/* What a walk of @r's idr with idr_get_next() gets wrong, each call in a
+ * read-side section of its own, as a reader that drops the read lock
+ * between entries does: each call may resume at the twig the one before
+ * left it, in another section.  Between calls it waits for the nodes
+ * retired so far to be freed, so that a twig that left the tree while it
+ * was outside is gone by the next call. */
+static long stepwise_walk(const struct race *r)
+{
+	long bad = 0;
+
+	for (int id = 0, last = -1;; last = id++) {
+		idr_rcu_read_lock();
+		const struct obj *o = idr_get_next(r->idr, &id);
+		bool wrong = o && (o->id != (unsigned long)id || id <= last);
+		idr_rcu_read_unlock();
+		if (!o)
+			return bad;
+		bad += wrong;
+		idr_rcu_barrier();
+	}
+}
+
 struct racer {
 	struct race *race;
 	int n;
@@ -439,6 +462,10 @@ static void *race_reader(void *arg)
 	long bad = 0;
 
 	for (long n = 0; !__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE); n++) {
+		if (r->stepwise) {
+			bad += stepwise_walk(r);
+			continue;
+		}
 		idr_rcu_read_lock();
 		bad += race_section(r, &rng, n % 16 == 15);
 		idr_rcu_read_unlock();
@@ -477,7 +504,7 @@ TEST(sparse_lanes_never_show_another_ids_object)
 {
 	/* static: a failed check returns while the readers still run */
 	static struct idr idr;
-	static struct race race = { &idr, sparse_id, 1, 0, 0, { 0 }, { 0, 0 } };
+	static struct race race = { &idr, sparse_id, 1, 0, 0, { 0 }, { 0, 0 }, false };
 	static struct racer me[2];
 	uint64_t rng = 17;
 
@@ -527,7 +554,7 @@ static unsigned long win_id(uint64_t *rng)
 TEST(directory_changes_never_show_another_ids_object)
 {
 	static struct idr idr; /* static, as above */
-	static struct race race = { &idr, dir_id, 16, -1, 0, { 0 }, { 0, 0 } };
+	static struct race race = { &idr, dir_id, 16, -1, 0, { 0 }, { 0, 0 }, false };
 	static struct racer me[2];
 	uint64_t rng = 5;
 	bool had_dir = false, lost_dir = false;
@@ -562,7 +589,7 @@ TEST(directory_changes_never_show_another_ids_object)
 TEST(window_moves_never_show_another_ids_object)
 {
 	static struct idr idr; /* static, as above */
-	static struct race race = { &idr, win_id, 16, 0, 0, { 0 }, { 0, 0 } };
+	static struct race race = { &idr, win_id, 16, 0, 0, { 0 }, { 0, 0 }, false };
 	static struct racer me[2];
 	static unsigned long live[WIN_LIVE];
 	unsigned long last = 0;
@@ -593,6 +620,53 @@ TEST(window_moves_never_show_another_ids_object)
 	}
 	CHECK_EQ(race_stop(&race), 0);
 	CHECK(windows > 40); /* about 60 a pass */
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+	idr_rcu_barrier();
+}
+
+/* ---- twigs leaving under a walk that resumes where it was ---- */
+
+#define TWIGS 16
+#define TWIG_IDS 4096
+
+/* Whole twigs (the nodes above the leaves) emptied and filled again, so
+ * that they leave the tree and new ones take their place, while readers
+ * walk it one idr_get_next() per section: a walk resuming at a twig freed
+ * since would read freed memory (ASan) or another node's entries. */
+TEST(a_stepwise_walk_never_reads_a_twig_that_left)
+{
+	static struct idr idr; /* static, as above */
+	static struct race race = { &idr, win_id, 0, -1, 0, { 0 }, { 0, 0 }, true };
+	static struct racer me[2];
+	static int count[TWIGS];
+	uint64_t rng = 23;
+
+	number_dir_objs();
+	idr_init(&idr);
+	/* ID 0 keeps the root; so does one at the far end. */
+	CHECK_EQ(idr_alloc(&idr, &dir_objs[0], 0, 1, IDR_GFP_KERNEL), 0);
+	CHECK_EQ(idr_alloc(&idr, &dir_objs[TWIGS * TWIG_IDS], TWIGS * TWIG_IDS, 0,
+			   IDR_GFP_KERNEL), TWIGS * TWIG_IDS);
+	CHECK(race_start(&race, me));
+	for (long step = 0; step < tu_scale(200000); step++) {
+		int t = (int)(tu_rand(&rng) % TWIGS), first = t * TWIG_IDS + 1;
+		if (count[t]) { /* empty it: the twig leaves */
+			void *o;
+			for (int id = first; (o = idr_get_next(&idr, &id)) && id < first + TWIG_IDS - 1;
+			     id++)
+				CHECK(idr_remove(&idr, (unsigned long)id) == o);
+			count[t] = 0;
+			continue;
+		}
+		for (int k = 0; k < 1 + (int)(tu_rand(&rng) % 12); k++) {
+			int id = first + (int)(tu_rand(&rng) % (TWIG_IDS - 1));
+			int got = idr_alloc(&idr, &dir_objs[id], id, id + 1, IDR_GFP_KERNEL);
+			CHECK(got == id || got == -ENOSPC);
+			count[t] += got == id;
+		}
+	}
+	CHECK_EQ(race_stop(&race), 0);
 	CHECK_EQ(idr_check(&idr), 0);
 	idr_destroy(&idr);
 	idr_rcu_barrier();

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "testutil.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,12 +93,57 @@ static void *count_alloc(size_t size, void *ctx)
 	return p;
 }
 
+/* Blocks freed while tu_hold_freed(true), zeroed and kept. */
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static void **held;
+static size_t nheld, held_cap;
+static bool holding;
+
+/* Keep @p, zeroed, if blocks are being held; false if it is not kept. */
+static bool hold(void *p, size_t size)
+{
+	bool kept = false;
+
+	if (!__atomic_load_n(&holding, __ATOMIC_RELAXED))
+		return false;
+	pthread_mutex_lock(&held_lock);
+	if (holding && nheld == held_cap) {
+		size_t cap = held_cap ? 2 * held_cap : 64;
+		void **more = realloc(held, cap * sizeof(*held));
+		if (more) {
+			held = more;
+			held_cap = cap;
+		}
+	}
+	if (holding && nheld < held_cap) {
+		memset(p, 0, size);
+		held[nheld++] = p;
+		kept = true;
+	}
+	pthread_mutex_unlock(&held_lock);
+	return kept;
+}
+
 static void count_free(void *p, size_t size, void *ctx)
 {
-	(void)size;
 	(void)ctx;
 	__atomic_sub_fetch(&live, 1, __ATOMIC_RELAXED);
-	free(p);
+	if (!hold(p, size))
+		free(p);
+}
+
+void tu_hold_freed(bool on)
+{
+	pthread_mutex_lock(&held_lock);
+	__atomic_store_n(&holding, on, __ATOMIC_RELAXED);
+	if (!on) {
+		while (nheld)
+			free(held[--nheld]);
+		free(held);
+		held = NULL;
+		held_cap = 0;
+	}
+	pthread_mutex_unlock(&held_lock);
 }
 
 long tu_live(void)
@@ -196,6 +242,7 @@ int main(int argc, char **argv)
 		tu_diag_reset();
 		long before = tu_settled_live();
 		tests[i].fn();
+		tu_hold_freed(false);
 		tu_fail_call(0);
 		tu_fail_from(0);
 		tu_fail_if(NULL);

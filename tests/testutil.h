@@ -66,6 +66,10 @@ void tu_fail_call(long k);   /* make the k-th alloc call from now fail; 0: none 
 void tu_fail_thread(bool on);/* fail every alloc call this thread makes */
 void tu_fail_from(long k);   /* fail the k-th call from now and all later */
 void tu_fail_if(bool (*refuse)(size_t size)); /* fail the calls it refuses */
+/* While on, freed blocks are zeroed and kept, not given back, so a stale
+ * pointer into a freed node reads NULL slots, never a node made since;
+ * off gives them all back. */
+void tu_hold_freed(bool on);
 /* Live blocks once pending RCU frees have run and this thread's stash is
  * drained: what an idr holds, as seen by the allocator. */
 long tu_settled_live(void);
