@@ -298,7 +298,11 @@ int idr_for_each(const struct idr *idr, int (*fn)(int id, void *p, void *data),
 /**
  * idr_get_next - the first non-NULL entry whose ID is >= *@nextid.
  * On a dense idr the lookup directory takes it straight to *@nextid's leaf;
- * elsewhere it walks down from the root.
+ * elsewhere it starts at the node above the leaves that this thread's last
+ * call searched, when *@nextid falls under it and no such node has left any
+ * tree since, and walks down from the root otherwise.  So a loop of calls
+ * (idr_for_each_entry()) does not walk down for each entry, and its body may
+ * modify the idr (writer lock held): each call reads the tree as it is now.
  * Context: RCU read-side section or writer lock.  Does not allocate.
  * Return: the entry, with *@nextid set to its ID; NULL (and *@nextid
  *         unchanged) if there is none, or if *@nextid < 0.

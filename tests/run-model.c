@@ -17,6 +17,19 @@ static void check_contents(const struct idr *idr, const struct model *m)
 	while (w.i < m->n && (!m->e[w.i].ptr || m->e[w.i].id > INT_MAX))
 		w.i++;
 	CHECK_EQ(w.i, m->n);
+	/* The same through idr_get_next(), as idr_for_each_entry() walks. */
+	size_t k = 0;
+	void *p;
+	int id;
+	idr_for_each_entry(idr, p, id) {
+		while (k < m->n && !m->e[k].ptr)
+			k++;
+		CHECK(k < m->n && m->e[k].id == (uint64_t)id && m->e[k].ptr == p);
+		k++;
+	}
+	while (k < m->n && (!m->e[k].ptr || m->e[k].id > INT_MAX))
+		k++;
+	CHECK_EQ(k, m->n);
 	for (size_t i = 0; i < m->n; i++)
 		CHECK(idr_find(idr, m->e[i].id) == m->e[i].ptr);
 	CHECK_EQ(idr_is_empty(idr), m->n == 0);
@@ -50,6 +63,7 @@ static void run_model(int base, long ops, uint64_t seed, long check_every)
 	struct idr idr;
 	struct model m = { 0 };
 	uint64_t rng = seed, serial = 0;
+	int resume = 0; /* where the next walking idr_get_next() starts */
 
 	idr_init_base(&idr, base);
 	for (long step = 0; step < ops; step++) {
@@ -111,7 +125,10 @@ static void run_model(int base, long ops, uint64_t seed, long check_every)
 			struct model_entry *e = model_get(&m, id);
 			CHECK(idr_find(&idr, id) == (e ? e->ptr : NULL));
 		} else {
-			int id = (int)pick_start(&rng), want_id = id;
+			/* Half the time from just past the last entry found: a
+			 * walk, with the changes of the steps between its calls. */
+			int id = tu_rand(&rng) % 2 ? resume : (int)pick_start(&rng);
+			int want_id = id;
 			size_t i = model_lower(&m, (uint64_t)id);
 			while (i < m.n && !m.e[i].ptr)
 				i++;
@@ -119,9 +136,11 @@ static void run_model(int base, long ops, uint64_t seed, long check_every)
 			if (i < m.n && m.e[i].id <= INT_MAX) {
 				CHECK(got == m.e[i].ptr);
 				CHECK_EQ(id, m.e[i].id);
+				resume = id < INT_MAX ? id + 1 : 0;
 			} else {
 				CHECK(got == NULL);
 				CHECK_EQ(id, want_id);
+				resume = 0;
 			}
 		}
 		if (step % check_every == 0)
