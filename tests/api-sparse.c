@@ -262,14 +262,15 @@ TEST(iteration_climbs_past_the_end_of_a_node)
  * 4096..8191 empties and goes between two calls, and another takes its
  * place under the same root: the next call must read the new one.  Freed
  * nodes are kept zeroed, so the old twig, if read, would show no entries
- * and the call would skip to ID 9000. */
-TEST(a_walk_resumed_after_its_twig_left_reads_the_new_one)
+ * and the call would skip to ID 9000.  Nodes of an IDR_F_NO_RCU idr are
+ * freed at once, the others after a grace period. */
+static void resume_after_twig_left(unsigned flags)
 {
 	struct idr idr;
 	int id = 4097;
 
 	tu_hold_freed(true);
-	idr_init(&idr);
+	idr_init_flags(&idr, 0, flags);
 	CHECK_EQ(idr_alloc(&idr, P(1), 10, 0, IDR_GFP_KERNEL), 10);
 	CHECK_EQ(idr_alloc(&idr, P(2), 5000, 0, IDR_GFP_KERNEL), 5000);
 	CHECK_EQ(idr_alloc(&idr, P(3), 7000, 0, IDR_GFP_KERNEL), 7000);
@@ -290,6 +291,13 @@ TEST(a_walk_resumed_after_its_twig_left_reads_the_new_one)
 	CHECK(idr_get_next(&idr, &id) == P(6) && id == 6500);
 	CHECK_EQ(idr_check(&idr), 0);
 	idr_destroy(&idr);
+}
+
+TEST(a_walk_resumed_after_its_twig_left_reads_the_new_one)
+{
+	resume_after_twig_left(0);
+	if (!tu_failed())
+		resume_after_twig_left(IDR_F_NO_RCU);
 }
 
 /* An idr initialized again without idr_destroy() leaks its nodes, and no
