@@ -47,7 +47,7 @@ static void publish_root(struct idr *idr, struct idr_node *node, unsigned h)
  * before can be told apart from one still in its tree.  Process-wide, not
  * per idr: an idr destroyed and initialized again at the same address
  * would count from 0 again.  Rare: a twig covers 4096 IDs. */
-static unsigned long twig_epoch;
+static uint64_t twig_epoch;
 
 static void twig_gone(void)
 {
@@ -872,7 +872,7 @@ static unsigned climb(uint64_t index, unsigned level, unsigned h)
 struct twig_hint {
 	const struct idr *idr;
 	uintptr_t root;
-	unsigned long epoch;
+	uint64_t epoch;
 	uint64_t base;
 	const struct idr_node *twig;
 };
@@ -938,7 +938,7 @@ static uint64_t twig_next(const struct idr_node *t, uint64_t base,
  * the tree only once it is empty or, shrinking, keeps its one child in slot
  * 0, and RCU keeps it readable for the call. */
 static uint64_t walk_next(const struct idr *idr, uintptr_t root,
-			  unsigned long epoch, uint64_t index, uint64_t last,
+			  uint64_t epoch, uint64_t index, uint64_t last,
 			  void **entry)
 {
 	unsigned h = root_height(root), level = h;
@@ -990,7 +990,7 @@ static uint64_t walk_next(const struct idr *idr, uintptr_t root,
 uint64_t tree_next_entry(const struct idr *idr, uint64_t index, uint64_t last,
 			 void **entry)
 {
-	unsigned long epoch = __atomic_load_n(&twig_epoch, __ATOMIC_ACQUIRE);
+	uint64_t epoch = __atomic_load_n(&twig_epoch, __ATOMIC_ACQUIRE);
 	uintptr_t root = root_load(idr);
 	const struct twig_hint *hint = &twig_hint;
 
