@@ -29,6 +29,11 @@
  * period (liburcu, "bulletproof" flavor urcu-bp: reader threads need no
  * registration).
  *
+ * No call is async-signal-safe.  idr_get_next(), the allocating calls and
+ * idr_preload() keep per-thread state (the walk's last node, the preload
+ * stash), so none of them may run in a signal handler that can interrupt
+ * a libidr call on the same thread.
+ *
  * Define IDR_NO_DEPRECATED before including this header to hide the old
  * idr_pre_get()/idr_get_new() API.
  */
