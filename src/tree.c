@@ -855,20 +855,21 @@ static unsigned climb(uint64_t index, unsigned level, unsigned h)
 
 /* A twig is a height-2 node: its slots hold the leaves.  This thread's last
  * tree_next_entry() remembers the twig it searched, with the tree's root
- * and the epoch it saw, and the next call, usually for the next index in
- * the same twig, starts there instead of at the root.  On a sparse idr the
- * walk down was most of each idr_get_next(): three dependent loads before
- * the twig's slot, each call waiting on the one before for its index.
+ * and the twig_epoch it saw, and the next call, usually for the next index
+ * in the same twig, starts there instead of at the root.  On a sparse idr
+ * the walk down was most of each idr_get_next(): three dependent loads
+ * before the twig's slot, each call waiting on the one before for its
+ * index.
  *
  * Why a remembered twig is safe to read: the call that uses it runs inside
  * a read-side section (or holds the writer lock, for IDR_F_NO_RCU), and
- * loads the epoch first.  A twig that had left its tree and been freed
- * since was unlinked, then counted, then freed a grace period later (at
- * once without RCU, after the count); a section still running when that
- * grace period ended began after it started, and so sees the count.  The
- * root is compared too, so that an idr freed with IDs still in it (a leak,
- * its nodes never retired) and another initialized at its address do not
- * share a hint. */
+ * loads twig_epoch first.  A twig that had left its tree and been freed
+ * since was unlinked, then counted in twig_epoch, then freed a grace
+ * period later (at once without RCU, after the count); a section still
+ * running when that grace period ended began after it started, and so
+ * sees the count.  The root is compared too, so that an idr freed with IDs
+ * still in it (a leak, its nodes never retired) and another initialized at
+ * its address do not share a hint. */
 struct twig_hint {
 	const struct idr *idr;
 	uintptr_t root;
