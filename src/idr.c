@@ -333,18 +333,14 @@ static enum dir_answer next_in_leaf(const struct idr *idr, uint64_t id,
 {
 	void **slot;
 	enum dir_answer a = dir_lookup_any(idr, id, &slot);
+	unsigned from = (unsigned)(id & NODE_MASK), off;
 
 	if (a != DIR_LEAF)
 		return a;
-	for (unsigned off = (unsigned)(id & NODE_MASK); off < NODE_SLOTS; off++, slot++) {
-		void *e = slot_load(slot);
-		if (e) {
-			*found = id - (id & NODE_MASK) + off;
-			*entry = e;
-			return DIR_LEAF;
-		}
-	}
-	return DIR_NO_LEAF;
+	if (!leaf_next(slot - from, from, &off, entry))
+		return DIR_NO_LEAF;
+	*found = id - from + off;
+	return DIR_LEAF;
 }
 
 void *idr_get_next(const struct idr *idr, int *nextid)

@@ -145,6 +145,19 @@ static inline void slot_store(void **p, void *v)
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
+/* Reader side: the first non-NULL entry of a full leaf's @slots at or
+ * after offset @from, its offset in *@off. */
+static inline bool leaf_next(void *const *slots, unsigned from, unsigned *off,
+			     void **entry)
+{
+	for (unsigned o = from; o < NODE_SLOTS; o++)
+		if ((*entry = slot_load(&slots[o])) != NULL) {
+			*off = o;
+			return true;
+		}
+	return false;
+}
+
 /*
  * Where indices count from: the first ID of the leaf the base is in.  The
  * tree then keeps no levels for the IDs below the base, and an ID's offset

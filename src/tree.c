@@ -879,18 +879,6 @@ struct twig_hint {
 };
 static _Thread_local struct twig_hint twig_hint __attribute__((tls_model("initial-exec")));
 
-/* The first non-NULL entry in full leaf @leaf at or after offset @from. */
-static bool leaf_next(const struct idr_node *leaf, unsigned from, unsigned *off,
-		      void **entry)
-{
-	for (unsigned o = from; o < NODE_SLOTS; o++)
-		if ((*entry = slot_load(&leaf->slots[o])) != NULL) {
-			*off = o;
-			return true;
-		}
-	return false;
-}
-
 /* Start the compact leaf that the next idr_get_next() will most likely
  * read, the next leaf after slot @o, on its way into the cache.  Walking a
  * sparse idr that is not in cache waits on each compact leaf in turn, each
@@ -924,7 +912,8 @@ static uint64_t twig_next(const struct idr_node *t, uint64_t base,
 		if (cbase > last)
 			return INDEX_NONE;
 		if (leaf && (is_sparse(leaf) ? sparse_next(leaf, from, &off, entry)
-					     : leaf_next(leaf, from, &off, entry))) {
+					     : leaf_next(((const struct idr_node *)leaf)->slots,
+							 from, &off, entry))) {
 			prefetch_next_leaf(t, o);
 			return cbase + off <= last ? cbase + off : INDEX_NONE;
 		}
