@@ -54,6 +54,16 @@ static void twig_gone(void)
 	__atomic_fetch_add(&twig_epoch, 1, __ATOMIC_RELEASE);
 }
 
+/* @node, of height @height, is unlinked from its tree: count it if it may
+ * be a twig or above one, then retire it. */
+static void retire_unlinked(struct idr *idr, struct idr_node *node,
+			    unsigned height)
+{
+	if (height >= 2)
+		twig_gone();
+	node_retire(idr, node);
+}
+
 /* Fill @p with the nodes from the root down to level @stop (or the root
  * leaf) on @index's path.  Returns false if the tree does not reach it. */
 static bool walk_to(const struct idr *idr, uint64_t index, struct path *p,
@@ -630,8 +640,7 @@ static void shrink(struct idr *idr)
 		if (is_sparse(child))
 			return; /* the root must be a node: stay at height 2 */
 		publish_root(idr, child, --h);
-		twig_gone();
-		node_retire(idr, top);
+		retire_unlinked(idr, top, h + 1);
 		top = child;
 	}
 	if (h < 2)
@@ -646,9 +655,7 @@ static void unlink_empty(struct idr *idr, struct path *p, unsigned from)
 		if (level == p->height) {
 			publish_root(idr, NULL, 0);
 			dir_drop(idr);
-			if (level >= 2)
-				twig_gone();
-			node_retire(idr, p->node[level]);
+			retire_unlinked(idr, p->node[level], level);
 			return;
 		}
 		struct idr_node *parent = p->node[level + 1];
@@ -657,9 +664,7 @@ static void unlink_empty(struct idr *idr, struct path *p, unsigned from)
 		else
 			slot_store(&parent->slots[p->off[level + 1]], NULL);
 		parent->free |= bit(p->off[level + 1]);
-		if (level >= 2)
-			twig_gone();
-		node_retire(idr, p->node[level]);
+		retire_unlinked(idr, p->node[level], level);
 	}
 	shrink(idr);
 }
