@@ -1,6 +1,6 @@
 #!/bin/sh
 # The deprecated names warn, name their replacement, and vanish under
-# -DIDR_NO_DEPRECATED; the header also compiles as C++.
+# -DIDR_NO_DEPRECATED.  (C++: tests/compile-cxx.sh.)
 CC=${CC:-cc}
 src=tests/compile/uses-old-api.c
 pass=0
@@ -18,11 +18,6 @@ if $CC -std=c11 -Werror -Iinclude -DIDR_NO_DEPRECATED -c -o /dev/null $src 2>/de
 	ko old_names_vanish_under_IDR_NO_DEPRECATED
 else
 	ok old_names_vanish_under_IDR_NO_DEPRECATED
-fi
-if ! command -v c++ >/dev/null || c++ -fsyntax-only -Wall -Wextra -Werror -x c++ include/idr.h; then
-	ok header_compiles_as_cxx
-else
-	ko header_compiles_as_cxx
 fi
 echo "compile-deprecated: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
