@@ -16,6 +16,7 @@
 struct session {
 	int id;
 	int owner;
+	struct idr_rcu_head rcu; /* for a free deferred past lockless readers */
 };
 
 static DEFINE_IDR(sessions);
@@ -45,6 +46,11 @@ static void *open_sessions(void *arg)
 		}
 	}
 	return (void *)(intptr_t)failures;
+}
+
+static void free_session(struct idr_rcu_head *head)
+{
+	free((char *)head - offsetof(struct session, rcu));
 }
 
 static int count_owner(int id, void *p, void *data)
@@ -88,11 +94,15 @@ int main(void)
 	       idr_memory_usage(&sessions), THREADS * PER_THREAD,
 	       (double)idr_memory_usage(&sessions) / (THREADS * PER_THREAD));
 
-	/* Close every session whose ID is a multiple of 1000. */
+	/* Close every session whose ID is a multiple of 1000.  A lockless
+	 * reader may have found one just before its removal, so it is freed
+	 * only after a grace period, when every such reader is done. */
 	int closed = 0;
 	idr_lock(&sessions);
 	for (int id = 1000; id <= THREADS * PER_THREAD; id += 1000) {
-		free(idr_remove(&sessions, (unsigned)id));
+		struct session *gone = idr_remove(&sessions, (unsigned)id);
+		if (gone)
+			idr_call_rcu(&gone->rcu, free_session);
 		closed++;
 	}
 	idr_unlock(&sessions);

@@ -20,6 +20,8 @@
  *   idr_is_empty, idr_get_cursor, | yes (a snapshot that may be stale)  | no
  *   idr_memory_usage              |                                     |
  *   idr_preload, idr_preload_end  | touch only this thread's stash      | preload: yes
+ *   idr_synchronize_rcu,          | yes; synchronize outside any read-  | no
+ *   idr_call_rcu                  | side section                        |
  *   idr_fork_*                    | the forking thread, around fork()   | no
  *   ida_*                         | yes: the ida takes its own lock     | alloc: yes
  *
@@ -51,7 +53,7 @@ extern "C" {
 #endif
 
 #define IDR_VERSION_MAJOR 0
-#define IDR_VERSION_MINOR 1
+#define IDR_VERSION_MINOR 2
 
 /* ---------------------------------------------------------------------- */
 /* Allocation flags: userspace stand-ins for the kernel's gfp_t.           */
@@ -469,11 +471,52 @@ void idr_rcu_read_unlock(void);
 
 /**
  * idr_rcu_barrier - wait until every node libidr queued for freeing after a
- * grace period has been freed.  Useful before checking for leaks, before
+ * grace period has been freed, and every idr_call_rcu() callback queued
+ * before the call has run.  Useful before checking for leaks, before
  * idr_set_allocator(), or before unloading.
  * Context: not inside an RCU read-side section; blocks.
  */
 void idr_rcu_barrier(void);
+
+/**
+ * idr_synchronize_rcu - wait for a grace period: until every RCU read-side
+ * section that was open when it was called has ended.  Between
+ * idr_remove() (or idr_replace()) and freeing the object it returned, this
+ * is what makes the free safe: a lockless reader that found the object
+ * did so inside a section that has now ended.  It waits for the sections
+ * of libidr's flavor (urcu-bp), which idr_rcu_read_lock() opens; another
+ * liburcu flavor's synchronize_rcu() would not wait for them.
+ * Context: any thread, outside any read-side section (inside one it would
+ *          wait for itself forever), holding no lock that a reader waits
+ *          for inside its section; an idr's writer lock may be held.
+ *          Blocks, typically for milliseconds.  Does not allocate.
+ */
+void idr_synchronize_rcu(void);
+
+/* What idr_call_rcu() needs: embed one in each object it is to free. */
+struct idr_rcu_head {
+	void *idr_urcu[2];                         /* private: liburcu's rcu_head */
+	void (*idr_fn)(struct idr_rcu_head *head); /* private: the callback */
+};
+
+/**
+ * idr_call_rcu - call @fn(@head) once a grace period has passed, without
+ * waiting for it: the non-blocking form of idr_synchronize_rcu(), for
+ * freeing an object removed from an idr while lockless readers may still
+ * use it.  @head is a struct idr_rcu_head inside the object; @fn recovers
+ * the object from it (offsetof) and frees it.  @fn runs later on liburcu's
+ * call_rcu worker thread, so it must be safe to run on another thread, and
+ * should not block for long: it holds up the callbacks queued after it,
+ * libidr's own node frees among them.  The object and @head must stay
+ * untouched until @fn runs.  idr_rcu_barrier() waits for the callbacks
+ * queued before it.
+ * Context: any thread, inside or outside a read-side section, with any
+ *          lock held.  Never blocks.  The first call in a process may
+ *          start liburcu's worker thread, as libidr's own node frees do;
+ *          liburcu aborts if it cannot.
+ */
+void idr_call_rcu(struct idr_rcu_head *head,
+		  void (*fn)(struct idr_rcu_head *head));
 
 /**
  * idr_fork_prepare / idr_fork_parent / idr_fork_child - make libidr usable

@@ -195,6 +195,32 @@ void idr_rcu_barrier(void)
 	urcu_bp_barrier(); /* compact leaves and directories */
 }
 
+void idr_synchronize_rcu(void)
+{
+	urcu_bp_synchronize_rcu();
+}
+
+/* A caller's idr_rcu_head holds liburcu's rcu_head at its start, which only
+ * liburcu reads or writes, and the caller's callback after it, which
+ * run_deferred() finds from the rcu_head's address. */
+_Static_assert(offsetof(struct idr_rcu_head, idr_urcu) == 0 &&
+		       sizeof(struct rcu_head) <= sizeof(((struct idr_rcu_head *)NULL)->idr_urcu) &&
+		       _Alignof(struct rcu_head) <= _Alignof(struct idr_rcu_head),
+	       "struct idr_rcu_head has room for liburcu's rcu_head");
+
+static void run_deferred(struct rcu_head *rcu)
+{
+	struct idr_rcu_head *head = (struct idr_rcu_head *)(void *)rcu;
+
+	head->idr_fn(head);
+}
+
+void idr_call_rcu(struct idr_rcu_head *head, void (*fn)(struct idr_rcu_head *head))
+{
+	head->idr_fn = fn;
+	call_rcu((struct rcu_head *)(void *)head->idr_urcu, run_deferred);
+}
+
 /*
  * fork() copies only the calling thread.  In the child, liburcu's call_rcu
  * worker is gone, so nodes queued for freeing would wait forever (and

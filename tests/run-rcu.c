@@ -14,9 +14,8 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
-#include <urcu-bp.h>
-#include <urcu/call-rcu.h>
 
 #include "../src/internal.h" /* which kind of directory an idr has */
 #include "testutil.h"
@@ -29,14 +28,14 @@ static int anchor;
 struct obj {
 	unsigned long id;
 	unsigned long magic;
-	struct rcu_head rcu;
+	struct idr_rcu_head rcu;
 };
 
 #define MAGIC 0x1d1d1d1dUL
 
-static void free_obj(struct rcu_head *head)
+static void free_obj(struct idr_rcu_head *head)
 {
-	struct obj *o = caa_container_of(head, struct obj, rcu);
+	struct obj *o = (struct obj *)(void *)((char *)head - offsetof(struct obj, rcu));
 
 	o->magic = 0;
 	free(o);
@@ -101,7 +100,7 @@ static void *reader(void *arg)
 static void retire(struct obj *o)
 {
 	if (o)
-		call_rcu(&o->rcu, free_obj);
+		idr_call_rcu(&o->rcu, free_obj);
 }
 
 /* Random alloc / replace / remove over the whole space; every so often the
@@ -670,4 +669,110 @@ TEST(a_stepwise_walk_never_reads_a_twig_that_left)
 	CHECK_EQ(idr_check(&idr), 0);
 	idr_destroy(&idr);
 	idr_rcu_barrier();
+}
+
+/* ---- grace periods for the caller's objects ---- */
+
+/* A reader that holds a section open until told to leave, and records
+ * that it left just before it does. */
+static int held_in, held_release, held_left;
+
+static void *hold_until_released(void *arg)
+{
+	(void)arg;
+	idr_rcu_read_lock();
+	__atomic_store_n(&held_in, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&held_release, __ATOMIC_SEQ_CST))
+		sched_yield();
+	__atomic_store_n(&held_left, 1, __ATOMIC_SEQ_CST);
+	idr_rcu_read_unlock();
+	return NULL;
+}
+
+static void hold_start(pthread_t *t)
+{
+	held_in = held_release = held_left = 0;
+	if (pthread_create(t, NULL, hold_until_released, NULL))
+		abort();
+	while (!__atomic_load_n(&held_in, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
+
+/* Long enough that a wait which does not wait would be over. */
+static void pause_a_while(void)
+{
+	struct timespec d = { 0, 50 * 1000 * 1000 };
+
+	nanosleep(&d, NULL);
+}
+
+static int sync_result; /* 0: still waiting; 1: returned after the reader left; 2: before */
+
+static void *synchronize(void *arg)
+{
+	(void)arg;
+	idr_synchronize_rcu();
+	__atomic_store_n(&sync_result, __atomic_load_n(&held_left, __ATOMIC_SEQ_CST) ? 1 : 2,
+			 __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+TEST(idr_synchronize_rcu_waits_for_a_section_open_when_it_was_called)
+{
+	pthread_t reader, waiter;
+
+	sync_result = 0;
+	hold_start(&reader);
+	CHECK_EQ(pthread_create(&waiter, NULL, synchronize, NULL), 0);
+	pause_a_while();
+	int while_open = __atomic_load_n(&sync_result, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&held_release, 1, __ATOMIC_SEQ_CST);
+	CHECK_EQ(pthread_join(reader, NULL), 0);
+	CHECK_EQ(pthread_join(waiter, NULL), 0);
+	CHECK_EQ(while_open, 0);
+	CHECK_EQ(sync_result, 1);
+	idr_synchronize_rcu(); /* and with no section open, it returns */
+}
+
+#define DEFERRED 100
+
+static struct idr_rcu_head deferred[DEFERRED];
+static int deferred_ran[DEFERRED];
+
+static void count_deferred(struct idr_rcu_head *head)
+{
+	__atomic_add_fetch(&deferred_ran[head - deferred], 1, __ATOMIC_SEQ_CST);
+}
+
+static int deferred_total(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < DEFERRED; i++)
+		n += __atomic_load_n(&deferred_ran[i], __ATOMIC_SEQ_CST);
+	return n;
+}
+
+/* Calls queued while another thread's section is open (half of them from
+ * inside a section of the caller's own) wait for it; once it has ended,
+ * idr_rcu_barrier() returns only after each ran, once, with its own head. */
+TEST(idr_call_rcu_runs_each_callback_once_after_the_open_sections)
+{
+	pthread_t reader;
+
+	hold_start(&reader);
+	idr_rcu_read_lock();
+	for (int i = 0; i < DEFERRED / 2; i++)
+		idr_call_rcu(&deferred[i], count_deferred);
+	idr_rcu_read_unlock();
+	for (int i = DEFERRED / 2; i < DEFERRED; i++)
+		idr_call_rcu(&deferred[i], count_deferred);
+	pause_a_while();
+	int while_open = deferred_total();
+	__atomic_store_n(&held_release, 1, __ATOMIC_SEQ_CST);
+	CHECK_EQ(pthread_join(reader, NULL), 0);
+	idr_rcu_barrier();
+	CHECK_EQ(while_open, 0);
+	for (int i = 0; i < DEFERRED; i++)
+		CHECK_EQ(deferred_ran[i], 1);
 }

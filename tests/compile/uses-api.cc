@@ -129,6 +129,36 @@ static void handles_carry_their_id_and_generation()
 	       idr_remove_handle(&handles, h) == &obj[0] && idr_find_handle(&handles, h) == nullptr);
 }
 
+struct conn {
+	int id;
+	struct idr_rcu_head rcu;
+};
+
+static std::atomic<int> conns_freed;
+
+extern "C" void free_conn(struct idr_rcu_head *head)
+{
+	delete reinterpret_cast<conn *>(reinterpret_cast<char *>(head) - offsetof(conn, rcu));
+	conns_freed++;
+}
+
+static void removed_objects_are_freed_after_a_grace_period()
+{
+	conn *c = new conn();
+	int cid = c->id = idr_alloc(&from_zero, c, 10, 11, IDR_GFP_KERNEL);
+	conn *d = new conn();
+	int did = d->id = idr_alloc(&from_zero, d, 11, 12, IDR_GFP_KERNEL);
+
+	conn *gone = static_cast<conn *>(idr_remove(&from_zero, 10));
+	idr_call_rcu(&gone->rcu, free_conn);
+	gone = static_cast<conn *>(idr_remove(&from_zero, 11));
+	idr_synchronize_rcu();
+	delete gone;
+	idr_rcu_barrier();
+	EXPECT("idr_call_rcu_and_idr_synchronize_rcu_free_removed_objects",
+	       cid == 10 && did == 11 && conns_freed == 1 && idr_find(&from_zero, 10) == nullptr);
+}
+
 #ifndef IDR_NO_DEPRECATED
 static void the_old_api_still_links()
 {
@@ -165,6 +195,7 @@ int main()
 	idr_for_each_takes_a_c_callback();
 	error_pointers_decode();
 	handles_carry_their_id_and_generation();
+	removed_objects_are_freed_after_a_grace_period();
 #ifndef IDR_NO_DEPRECATED
 	the_old_api_still_links();
 #endif
