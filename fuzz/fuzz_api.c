@@ -455,6 +455,21 @@ static void op_get_next(struct state *s, struct input *in)
 	}
 }
 
+static void op_get_next_ul(struct state *s, struct input *in)
+{
+	unsigned long id = get_id(in), in_id = id;
+	void *got = idr_get_next_ul(&s->idr, &id);
+	size_t i = model_lower(&s->m, in_id);
+
+	while (i < s->m.n && !s->m.e[i].ptr)
+		i++;
+	if (i < s->m.n) {
+		FZ_ASSERT(got == s->m.e[i].ptr && id == s->m.e[i].id);
+	} else {
+		FZ_ASSERT(got == NULL && id == in_id);
+	}
+}
+
 struct walk {
 	const struct model *m;
 	size_t i;
@@ -568,7 +583,7 @@ static void (*const ops[])(struct state *, struct input *) = {
 	op_replace,   op_find,         op_get_next,  op_for_each,
 	op_preload,   op_faults,       op_ida_alloc, op_ida_free,
 	op_ida_exists, op_reset,       op_cursor,    op_alloc_handle,
-	op_handle_call, op_handle_call,
+	op_handle_call, op_get_next_ul,
 };
 
 /* What both structures must satisfy after every operation. */

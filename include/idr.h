@@ -14,7 +14,7 @@
  *   idr_set_cursor, compat calls, |                                     | (never fails)
  *   idr_*_handle except find,     |                                     | replace: one
  *   idr_handle_of, idr_check      |                                     | rare case
- *   idr_find, idr_get_next,       | yes, inside idr_rcu_read_lock() /   | no
+ *   idr_find, idr_get_next(_ul),  | yes, inside idr_rcu_read_lock() /   | no
  *   idr_for_each(_entry),         | idr_rcu_read_unlock(); or with the  |
  *   idr_find_handle               | writer lock held                    |
  *   idr_is_empty, idr_get_cursor, | yes (a snapshot that may be stale)  | no
@@ -227,7 +227,7 @@ int idr_alloc_cyclic(struct idr *idr, void *ptr, int start, int end,
  *
  * IDs above INT_MAX exist only through this call; idr_find(), idr_remove()
  * and idr_replace() work on them; idr_for_each() and idr_get_next() stop
- * before them.
+ * before them, and idr_get_next_ul() (idr_for_each_entry_ul()) reaches them.
  * Context: writer lock held; allocates as idr_alloc().
  * Return: 0; -ENOSPC if nothing is free in the range (or *@nextid > @max);
  *         -ENOMEM as idr_alloc().  On error *@nextid and the idr are unchanged.
@@ -289,7 +289,7 @@ static inline int idr_ptr_err(const void *p)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Iteration: non-NULL entries with IDs <= INT_MAX, in ID order.           */
+/* Iteration: non-NULL entries in ID order (IDs <= INT_MAX but for _ul).  */
 
 /**
  * idr_for_each - call @fn(id, ptr, @data) for each non-NULL entry.
@@ -321,6 +321,34 @@ void *idr_get_next(const struct idr *idr, int *nextid);
 	for ((id) = 0;                                                      \
 	     (id) >= 0 && ((entry) = idr_get_next((idr), &(id))) != NULL;   \
 	     (id) = (id) == INT_MAX ? -1 : (id) + 1)
+
+/* The same loop from @id's current value (inclusive), as after a break. */
+#define idr_for_each_entry_continue(idr, entry, id)                         \
+	for (; (id) >= 0 && ((entry) = idr_get_next((idr), &(id))) != NULL; \
+	     (id) = (id) == INT_MAX ? -1 : (id) + 1)
+
+/**
+ * idr_get_next_ul - idr_get_next() over every ID, those above INT_MAX that
+ * only idr_alloc_u32() hands out included.
+ * Context: as idr_get_next().  Does not allocate.
+ * Return: the first non-NULL entry whose ID is >= *@nextid, with *@nextid
+ *         set to its ID; NULL (and *@nextid unchanged) if there is none, or
+ *         if *@nextid > UINT32_MAX.
+ */
+void *idr_get_next_ul(const struct idr *idr, unsigned long *nextid);
+
+/* Loops over every non-NULL entry in ID order, IDs above INT_MAX included:
+ * from 0, or from @id's current value.  @id and @tmp are unsigned longs.
+ * @tmp is the loop's own: it ends the loop where @id + 1 would wrap to 0
+ * (after ID UINT32_MAX where unsigned long has 32 bits). */
+#define idr_for_each_entry_ul(idr, entry, tmp, id)                          \
+	for ((id) = 0, (tmp) = 1;                                           \
+	     (tmp) && ((entry) = idr_get_next_ul((idr), &(id))) != NULL;    \
+	     (tmp) = (id) + 1, (id) = (tmp))
+#define idr_for_each_entry_continue_ul(idr, entry, tmp, id)                 \
+	for ((tmp) = 1;                                                     \
+	     (tmp) && ((entry) = idr_get_next_ul((idr), &(id))) != NULL;    \
+	     (tmp) = (id) + 1, (id) = (tmp))
 
 /**
  * idr_is_empty - whether no ID is allocated (a NULL reservation counts).

@@ -343,17 +343,19 @@ static enum dir_answer next_in_leaf(const struct idr *idr, uint64_t id,
 	return DIR_LEAF;
 }
 
-void *idr_get_next(const struct idr *idr, int *nextid)
+/* The first non-NULL entry at or after ID @id and at most ID @last: its ID
+ * in *@found, or INDEX_NONE if there is none.  Leaves start at multiples of
+ * 64 IDs, so a leaf found through the directory ends at or below @last
+ * when @last + 1 is one too (INT_MAX and UINT32_MAX). */
+static void *next_entry(const struct idr *idr, uint64_t id, uint64_t last,
+			uint64_t *found)
 {
 	void *entry = NULL;
-	uint64_t origin = idr_origin(idr), found;
+	uint64_t origin = idr_origin(idr);
+	uint64_t start = id < origin ? 0 : id - origin;
 
-	if (*nextid < 0)
-		return NULL;
-	uint64_t start = (uint64_t)*nextid < origin ? 0 : (uint64_t)*nextid - origin;
-	switch (next_in_leaf(idr, start + origin, &found, &entry)) {
+	switch (next_in_leaf(idr, start + origin, found, &entry)) {
 	case DIR_LEAF:
-		*nextid = (int)found; /* a leaf never straddles INT_MAX */
 		return entry;
 	case DIR_NO_LEAF:
 		start = (start | NODE_MASK) + 1;
@@ -361,10 +363,33 @@ void *idr_get_next(const struct idr *idr, int *nextid)
 	case DIR_ASK_TREE:
 		break;
 	}
-	uint64_t index = tree_next_entry(idr, start, INT_MAX - origin, &entry);
+	uint64_t index = tree_next_entry(idr, start, last - origin, &entry);
 	if (index == INDEX_NONE)
 		return NULL;
-	*nextid = (int)(index + origin);
+	*found = index + origin;
+	return entry;
+}
+
+void *idr_get_next(const struct idr *idr, int *nextid)
+{
+	uint64_t found;
+	void *entry;
+
+	if (*nextid < 0 || !(entry = next_entry(idr, (uint64_t)*nextid, INT_MAX, &found)))
+		return NULL;
+	*nextid = (int)found;
+	return entry;
+}
+
+void *idr_get_next_ul(const struct idr *idr, unsigned long *nextid)
+{
+	uint64_t found;
+	void *entry;
+
+	if (*nextid > UINT32_MAX ||
+	    !(entry = next_entry(idr, *nextid, UINT32_MAX, &found)))
+		return NULL;
+	*nextid = (unsigned long)found;
 	return entry;
 }
 

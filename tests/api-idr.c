@@ -313,6 +313,136 @@ TEST(u32_ids_above_int_max)
 	idr_destroy(&idr);
 }
 
+/* Entries at @ids[0..n) (allocated with idr_alloc_u32() when above
+ * INT_MAX), P(i) under ids[i], plus a NULL reservation at ID @reserved. */
+static bool fill_u32(struct idr *idr, const uint32_t *ids, int n, uint32_t reserved)
+{
+	uint32_t r = reserved;
+
+	if (idr_alloc_u32(idr, NULL, &r, reserved, IDR_GFP_KERNEL) || r != reserved)
+		return false;
+	for (int i = 0; i < n; i++) {
+		uint32_t id = ids[i];
+		if (idr_alloc_u32(idr, P(i), &id, ids[i], IDR_GFP_KERNEL) || id != ids[i])
+			return false;
+	}
+	return true;
+}
+
+static const uint32_t wide_ids[] = {
+	5, 4095, INT_MAX, (uint32_t)INT_MAX + 1, UINT32_MAX - 64, UINT32_MAX - 1, UINT32_MAX,
+};
+#define WIDE (int)(sizeof(wide_ids) / sizeof(wide_ids[0]))
+
+TEST(get_next_ul_reaches_ids_above_int_max)
+{
+	struct idr idr;
+
+	idr_init(&idr);
+	CHECK(fill_u32(&idr, wide_ids, WIDE, 6));
+	for (int i = 0; i < WIDE; i++) {
+		/* from just past the one before, and from the ID itself */
+		unsigned long id = i ? (unsigned long)wide_ids[i - 1] + 1 : 0;
+		CHECK(idr_get_next_ul(&idr, &id) == P(i));
+		CHECK_EQ(id, wide_ids[i]);
+		CHECK(idr_get_next_ul(&idr, &id) == P(i));
+		CHECK_EQ(id, wide_ids[i]);
+	}
+	/* idr_get_next() still stops at INT_MAX */
+	int iid = INT_MAX;
+	CHECK(idr_get_next(&idr, &iid) == P(2));
+	idr_destroy(&idr);
+}
+
+TEST(get_next_ul_leaves_nextid_when_there_is_none)
+{
+	struct idr idr;
+	unsigned long id = 7;
+
+	idr_init(&idr);
+	CHECK(idr_get_next_ul(&idr, &id) == NULL); /* empty */
+	CHECK_EQ(id, 7);
+	CHECK(fill_u32(&idr, wide_ids, WIDE - 1, 6)); /* all but UINT32_MAX */
+	id = UINT32_MAX;
+	CHECK(idr_get_next_ul(&idr, &id) == NULL);
+	CHECK_EQ(id, UINT32_MAX);
+	id = (unsigned long)UINT32_MAX + 1;
+	CHECK(idr_get_next_ul(&idr, &id) == NULL);
+	CHECK(id == (unsigned long)UINT32_MAX + 1);
+	id = 6; /* the reservation is skipped */
+	CHECK(idr_get_next_ul(&idr, &id) == P(1));
+	CHECK_EQ(id, 4095);
+	idr_destroy(&idr);
+}
+
+TEST(for_each_entry_ul_visits_every_entry_once_and_ends)
+{
+	struct idr idr;
+	unsigned long id, tmp;
+	void *entry;
+	int n = 0;
+
+	idr_init(&idr);
+	CHECK(fill_u32(&idr, wide_ids, WIDE, 6));
+	idr_for_each_entry_ul(&idr, entry, tmp, id) {
+		CHECK(n < WIDE);
+		CHECK_EQ(id, wide_ids[n]);
+		CHECK(entry == P(n));
+		n++;
+	}
+	CHECK_EQ(n, WIDE);
+	idr_destroy(&idr);
+
+	/* From a base, and over a dense run the lookup directory serves. */
+	idr_init_base(&idr, 100);
+	for (int i = 0; i < 5000; i++)
+		CHECK_EQ(idr_alloc(&idr, P(i % 64), 0, 0, IDR_GFP_KERNEL), 100 + i);
+	uint32_t top = UINT32_MAX;
+	CHECK_EQ(idr_alloc_u32(&idr, P(63), &top, UINT32_MAX, IDR_GFP_KERNEL), 0);
+	n = 0;
+	idr_for_each_entry_ul(&idr, entry, tmp, id) {
+		CHECK_EQ(id, n < 5000 ? 100 + (unsigned long)n : UINT32_MAX);
+		CHECK(entry == P(n < 5000 ? n % 64 : 63));
+		n++;
+	}
+	CHECK_EQ(n, 5001);
+	idr_destroy(&idr);
+}
+
+TEST(for_each_entry_continue_resumes_at_id)
+{
+	struct idr idr;
+	void *entry;
+	int id, n = 0;
+	unsigned long uid, tmp;
+
+	idr_init(&idr);
+	CHECK(fill_u32(&idr, wide_ids, WIDE, 6));
+	idr_for_each_entry(&idr, entry, id)
+		if (id == 4095)
+			break;
+	CHECK_EQ(id, 4095);
+	idr_for_each_entry_continue(&idr, entry, id) { /* 4095 again, then INT_MAX */
+		CHECK_EQ(id, wide_ids[1 + n]);
+		n++;
+	}
+	CHECK_EQ(n, 2);
+	id = -1;
+	idr_for_each_entry_continue(&idr, entry, id)
+		n++;
+	CHECK_EQ(n, 2); /* from a negative ID: nothing */
+
+	n = 0;
+	uid = (unsigned long)INT_MAX + 1;
+	idr_for_each_entry_continue_ul(&idr, entry, tmp, uid) {
+		CHECK_EQ(uid, wide_ids[3 + n]);
+		CHECK(entry == P(3 + n));
+		n++;
+	}
+	CHECK_EQ(n, WIDE - 3);
+	idr_destroy(&idr);
+}
+
 TEST(cyclic_continues_after_last_and_wraps)
 {
 	struct idr idr;

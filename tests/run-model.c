@@ -30,6 +30,18 @@ static void check_contents(const struct idr *idr, const struct model *m)
 	while (k < m->n && (!m->e[k].ptr || m->e[k].id > INT_MAX))
 		k++;
 	CHECK_EQ(k, m->n);
+	/* And through idr_get_next_ul(), IDs above INT_MAX included. */
+	unsigned long uid, tmp;
+	k = 0;
+	idr_for_each_entry_ul(idr, p, tmp, uid) {
+		while (k < m->n && !m->e[k].ptr)
+			k++;
+		CHECK(k < m->n && m->e[k].id == uid && m->e[k].ptr == p);
+		k++;
+	}
+	while (k < m->n && !m->e[k].ptr)
+		k++;
+	CHECK_EQ(k, m->n);
 	for (size_t i = 0; i < m->n; i++)
 		CHECK(idr_find(idr, m->e[i].id) == m->e[i].ptr);
 	CHECK_EQ(idr_is_empty(idr), m->n == 0);
@@ -64,6 +76,7 @@ static void run_model(int base, long ops, uint64_t seed, long check_every)
 	struct model m = { 0 };
 	uint64_t rng = seed, serial = 0;
 	int resume = 0; /* where the next walking idr_get_next() starts */
+	unsigned long resume_ul = 0; /* and idr_get_next_ul() */
 
 	idr_init_base(&idr, base);
 	for (long step = 0; step < ops; step++) {
@@ -124,6 +137,25 @@ static void run_model(int base, long ops, uint64_t seed, long check_every)
 				      m.e[tu_rand(&rng) % m.n].id : pick_start(&rng);
 			struct model_entry *e = model_get(&m, id);
 			CHECK(idr_find(&idr, id) == (e ? e->ptr : NULL));
+		} else if (r < 98) {
+			/* idr_get_next_ul(), the same way, over every ID. */
+			unsigned long id = tu_rand(&rng) % 2 ? resume_ul :
+					   tu_rand(&rng) % 2 ? pick_start(&rng) :
+					   UINT32_MAX - tu_rand(&rng) % 300;
+			unsigned long want_id = id;
+			size_t i = model_lower(&m, id);
+			while (i < m.n && !m.e[i].ptr)
+				i++;
+			void *got = idr_get_next_ul(&idr, &id);
+			if (i < m.n) {
+				CHECK(got == m.e[i].ptr);
+				CHECK_EQ(id, m.e[i].id);
+				resume_ul = id + 1;
+			} else {
+				CHECK(got == NULL);
+				CHECK_EQ(id, want_id);
+				resume_ul = 0;
+			}
 		} else {
 			/* Half the time from just past the last entry found: a
 			 * walk, with the changes of the steps between its calls. */

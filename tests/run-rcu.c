@@ -299,24 +299,36 @@ TEST(nodes_retired_from_many_threads_are_all_freed)
 	CHECK_EQ(tu_settled_live(), live);
 }
 
+/* A reader that holds a section open until told to leave (held_release),
+ * and records that it left just before it does. */
+static int held_in, held_release, held_left;
+
+static void *hold_until_released(void *arg)
+{
+	(void)arg;
+	idr_rcu_read_lock();
+	__atomic_store_n(&held_in, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&held_release, __ATOMIC_SEQ_CST))
+		sched_yield();
+	__atomic_store_n(&held_left, 1, __ATOMIC_SEQ_CST);
+	idr_rcu_read_unlock();
+	return NULL;
+}
+
+static void hold_start(pthread_t *t)
+{
+	held_in = held_release = held_left = 0;
+	if (pthread_create(t, NULL, hold_until_released, NULL))
+		abort();
+	while (!__atomic_load_n(&held_in, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
+
 /* fork() with idr_fork_prepare() / idr_fork_parent() / idr_fork_child():
  * the child frees a batch the parent had queued, and what it retires
  * itself, though another parent thread was inside a read-side section at
  * the fork.  Without the calls the child's barrier never returns (the
  * alarm ends it). */
-static int forking_reader_in, forking_reader_out;
-
-static void *hold_a_section(void *arg)
-{
-	(void)arg;
-	idr_rcu_read_lock();
-	__atomic_store_n(&forking_reader_in, 1, __ATOMIC_SEQ_CST);
-	while (!__atomic_load_n(&forking_reader_out, __ATOMIC_SEQ_CST))
-		sched_yield();
-	idr_rcu_read_unlock();
-	return NULL;
-}
-
 static int child_after_fork(struct idr *idr, long live)
 {
 	idr_fork_child();
@@ -343,10 +355,7 @@ TEST(a_forked_child_frees_what_was_queued_and_what_it_retires)
 	idr_init(&idr);
 	for (int i = 0; i < 4096; i++)
 		CHECK_EQ(idr_alloc(&idr, P_OBJ, 0, 0, IDR_GFP_KERNEL), i);
-	forking_reader_in = forking_reader_out = 0;
-	CHECK_EQ(pthread_create(&reader, NULL, hold_a_section, NULL), 0);
-	while (!__atomic_load_n(&forking_reader_in, __ATOMIC_SEQ_CST))
-		sched_yield();
+	hold_start(&reader);
 	long wrong = 0; /* checked once the reader is out: a CHECK returns */
 	for (unsigned long i = 0; i < 4096; i++)
 		wrong += idr_remove(&idr, i) != P_OBJ; /* queued, held back by the reader */
@@ -356,7 +365,7 @@ TEST(a_forked_child_frees_what_was_queued_and_what_it_retires)
 		_exit(child_after_fork(&idr, live));
 	idr_fork_parent();
 	pid_t waited = pid > 0 ? waitpid(pid, &status, 0) : -1;
-	__atomic_store_n(&forking_reader_out, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&held_release, 1, __ATOMIC_SEQ_CST);
 	pthread_join(reader, NULL);
 	idr_destroy(&idr);
 	CHECK_EQ(wrong, 0);
@@ -672,31 +681,6 @@ TEST(a_stepwise_walk_never_reads_a_twig_that_left)
 }
 
 /* ---- grace periods for the caller's objects ---- */
-
-/* A reader that holds a section open until told to leave, and records
- * that it left just before it does. */
-static int held_in, held_release, held_left;
-
-static void *hold_until_released(void *arg)
-{
-	(void)arg;
-	idr_rcu_read_lock();
-	__atomic_store_n(&held_in, 1, __ATOMIC_SEQ_CST);
-	while (!__atomic_load_n(&held_release, __ATOMIC_SEQ_CST))
-		sched_yield();
-	__atomic_store_n(&held_left, 1, __ATOMIC_SEQ_CST);
-	idr_rcu_read_unlock();
-	return NULL;
-}
-
-static void hold_start(pthread_t *t)
-{
-	held_in = held_release = held_left = 0;
-	if (pthread_create(t, NULL, hold_until_released, NULL))
-		abort();
-	while (!__atomic_load_n(&held_in, __ATOMIC_SEQ_CST))
-		sched_yield();
-}
 
 /* Long enough that a wait which does not wait would be over. */
 static void pause_a_while(void)

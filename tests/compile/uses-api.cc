@@ -89,6 +89,28 @@ static void idr_for_each_entry_walks_in_id_order()
 	idr_for_each_entry(&from_zero, entry, id)
 		ids.push_back(id);
 	EXPECT("idr_for_each_entry_visits_0_1_5", ids == std::vector<int>({ 0, 1, 5 }));
+
+	id = 1;
+	ids.clear();
+	idr_for_each_entry_continue(&from_zero, entry, id)
+		ids.push_back(id);
+	EXPECT("idr_for_each_entry_continue_from_1_visits_1_5", ids == std::vector<int>({ 1, 5 }));
+
+	uint32_t high = UINT32_MAX;
+	idr_alloc_u32(&from_zero, &obj[3], &high, UINT32_MAX, IDR_GFP_KERNEL);
+	std::vector<unsigned long> uids;
+	unsigned long uid, tmp;
+	idr_for_each_entry_ul(&from_zero, entry, tmp, uid)
+		uids.push_back(uid);
+	EXPECT("idr_for_each_entry_ul_reaches_uint32_max",
+	       uids == std::vector<unsigned long>({ 0, 1, 5, UINT32_MAX }));
+	uid = 2;
+	uids.clear();
+	idr_for_each_entry_continue_ul(&from_zero, entry, tmp, uid)
+		uids.push_back(uid);
+	EXPECT("idr_for_each_entry_continue_ul_from_2_visits_5_and_uint32_max",
+	       uids == std::vector<unsigned long>({ 5, UINT32_MAX }));
+	idr_remove(&from_zero, UINT32_MAX);
 }
 
 extern "C" int count_entry(int id, void *p, void *data)
