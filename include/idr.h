@@ -536,12 +536,17 @@ struct idr_rcu_head {
  * call_rcu worker thread, so it must be safe to run on another thread, and
  * should not block for long: it holds up the callbacks queued after it,
  * libidr's own node frees among them.  The object and @head must stay
- * untouched until @fn runs.  idr_rcu_barrier() waits for the callbacks
- * queued before it.
+ * untouched until @fn runs.  The callbacks one thread queues run in the
+ * order it queued them.  idr_rcu_barrier() waits for the callbacks queued
+ * before it, so @fn must not call it (nor idr_synchronize_rcu()).
  * Context: any thread, inside or outside a read-side section, with any
- *          lock held.  Never blocks.  The first call in a process may
- *          start liburcu's worker thread, as libidr's own node frees do;
- *          liburcu aborts if it cannot.
+ *          lock held.  Does not wait for a grace period: it pushes @head
+ *          onto libidr's queue of frees, which takes one compare-and-swap,
+ *          and at most waits briefly for the lock under which a batch of
+ *          that queue goes to liburcu (held across a fork by
+ *          idr_fork_prepare()).  The first call in a process may start
+ *          liburcu's worker thread, as libidr's own node frees do; liburcu
+ *          aborts if it cannot.
  */
 void idr_call_rcu(struct idr_rcu_head *head,
 		  void (*fn)(struct idr_rcu_head *head));
@@ -555,18 +560,22 @@ void idr_call_rcu(struct idr_rcu_head *head,
  * nodes the child queues for freeing are never freed, idr_rcu_barrier()
  * never returns there, and a parent thread that was inside a read-side
  * section at the fork holds back the child's grace periods.  They wrap
- * liburcu's fork hooks for urcu-bp and its call_rcu; a program that already
- * calls those need not call these.  Do not register them with
- * pthread_atfork(): liburcu warns that its call_rcu hooks can hang there
- * when callbacks free memory, as libidr's do.  An idr whose lock another
- * thread held at the fork stays locked in the child, as any mutex does; the
- * lock's bias is taken care of without these calls.  No other thread may be
- * inside a libidr call that removes or destroys at the moment of the fork:
- * the queue of nodes waiting for a grace period is process-wide, and the
- * child could inherit it half-changed.
+ * liburcu's fork hooks for urcu-bp and its call_rcu, and also hold the lock
+ * under which libidr hands what it frees to liburcu, so other threads may
+ * go on removing, destroying and calling idr_call_rcu() meanwhile: the
+ * child inherits that queue whole (a thread that starts a batch of frees
+ * waits until idr_fork_parent()).  A program that calls liburcu's hooks
+ * itself calls these instead.  Do not register them with pthread_atfork():
+ * liburcu warns that its call_rcu hooks can hang there when callbacks free
+ * memory, as libidr's do.  In the child, an idr whose lock another thread
+ * held at the fork stays locked, as any mutex does (the lock's bias is
+ * taken care of without these calls); the preload stashes of the other
+ * threads, up to IDR_PRELOAD_NODES nodes each, and an item another thread
+ * was queueing at that instant, are never freed there.
  * Context: the thread that forks, outside any RCU read-side section and
  *          holding no idr lock; idr_fork_prepare() may block until
- *          liburcu's workers pause.  None allocates.
+ *          liburcu's workers pause and libidr's queue is free.  None
+ *          allocates.
  */
 void idr_fork_prepare(void);
 void idr_fork_parent(void);

@@ -329,7 +329,7 @@ static void dir_retire(struct idr *idr, struct leafdir *d)
 	if (idr->idr_flags & IDR_F_NO_RCU)
 		dir_discard(d);
 	else
-		call_rcu(&d->rcu, free_dir_rcu);
+		batch_rcu(&d->rcu, free_dir_rcu);
 }
 
 /* The leaf-level words of directory entries in ascending order, with one

@@ -501,6 +501,9 @@ static inline bool sparse_next(const void *word, unsigned from, unsigned *off,
 IDR_HIDDEN struct idr_node *node_new(struct idr *idr, struct node_pool *pool);
 
 /* rcu.c */
+/* @fn(@head) after a grace period, in libidr's next batch (src/rcu.c):
+ * what libidr frees after a grace period, and not a node, goes here. */
+IDR_HIDDEN void batch_rcu(struct rcu_head *head, void (*fn)(struct rcu_head *head));
 IDR_HIDDEN void cleaf_retire(struct idr *idr, struct cleaf *c);
 IDR_HIDDEN void node_retire(struct idr *idr, struct idr_node *node);
 IDR_HIDDEN void subtree_retire(struct idr *idr, struct idr_node *node,

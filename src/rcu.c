@@ -13,23 +13,41 @@
  * read-side section that began before the unlink, and the grace period waits
  * for every such section to end.
  */
+#include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
 
 #include "internal.h"
 
 /*
- * Retired nodes wait for their grace period in batches under one rcu_head:
- * a node is its 64 slots, which readers may still load, and its free
- * bitmap, which nobody needs once the node is unlinked, so it has no room
- * for an rcu_head of its own.  Writers push nodes onto `pending`, linked
- * through their ->free words with a tag in the low bits (malloc alignment
- * leaves four): the kind, and for a whole detached subtree its height.
- * Whoever finds `armed` clear hands everything pending to call_rcu(); the
- * callback frees that batch and hands on whatever was pushed meanwhile.
- * A node is taken into a batch after it was unlinked, and the batch's
- * call_rcu() comes after that, so its grace period covers every reader
- * that could still reach the node.
+ * Everything libidr frees after a grace period waits in batches under one
+ * rcu_head, and one call_rcu() at a time queues a batch:
+ * - Unlinked nodes.  A node is its 64 slots, which readers may still load,
+ *   and its free bitmap, which nobody needs once the node is unlinked, so
+ *   it has no room for an rcu_head of its own.  They are pushed onto
+ *   `pending`, linked through their ->free words with a tag in the low
+ *   bits (malloc alignment leaves four): the kind, and for a whole
+ *   detached subtree its height.
+ * - Compact leaves, directories and the callers' idr_call_rcu() heads,
+ *   each with an rcu_head: pushed onto `pending_heads`, linked through the
+ *   rcu_head's own link, with its callback in its func.
+ * Whoever finds `armed` clear takes both lists into a batch and hands it
+ * to call_rcu(); the batch's callback frees it and hands on whatever was
+ * pushed meanwhile.  An item is pushed after it was unlinked, and is taken
+ * into a batch whose call_rcu() comes after that, so the grace period
+ * covers every reader that could still reach it.  A push is one
+ * compare-and-swap, where a call_rcu() of its own would be an enqueue and
+ * a wake-up.
+ *
+ * That one call_rcu(), and the taking of `armed`, hold queue_lock, so that
+ * idr_fork_prepare() can take the lock and fork when no thread is halfway
+ * through either.  A fork inside liburcu's enqueue would leave the child a
+ * callback queue whose tail is not linked from its head, which the child's
+ * call_rcu_after_fork_child() and worker wait on forever; a fork after a
+ * thread took `armed` and before it queued the batch would leave `armed`
+ * set in the child with no batch to clear it, and the child would free
+ * nothing again.  A push that a fork splits is lost to the child: one
+ * item, leaked there.
  */
 #define TAG_HEIGHT ((uint64_t)7) /* 0: the node alone; else a subtree's height */
 #define TAG_GEN ((uint64_t)8)    /* KIND_GEN, else KIND_PLAIN */
@@ -39,63 +57,145 @@ _Static_assert(_Alignof(max_align_t) > TAG_BITS, "room for the tag in a node poi
 _Static_assert(MAX_HEIGHT < TAG_MARK, "a height is never the marker");
 
 static struct {
-	struct idr_node *pending; /* pushed, in no batch yet */
-	struct idr_node *batch;   /* waiting for head's grace period */
-	bool armed;               /* head is queued, or is being */
+	struct idr_node *pending;       /* nodes pushed, in no batch yet */
+	struct rcu_head *pending_heads; /* heads pushed, in no batch yet */
+	struct idr_node *batch;         /* waiting for head's grace period */
+	struct rcu_head *batch_heads;   /* the same */
+	bool armed;                     /* head is queued, or is being */
 	struct rcu_head head;
 } retired;
+
+static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* liburcu makes its worker on the first call_rcu(), under its own mutex,
+ * which idr_fork_prepare() holds (call_rcu_before_fork()) while it waits
+ * for queue_lock: a first call_rcu() made under queue_lock would wait for
+ * it in turn.  So the worker is made before queue_lock is taken. */
+static void lock_queue(void)
+{
+	(void)get_default_call_rcu_data();
+	pthread_mutex_lock(&queue_lock);
+}
 
 static struct idr_node *next_retired(const struct idr_node *n)
 {
 	return (struct idr_node *)(uintptr_t)(n->free & ~TAG_BITS);
 }
 
+static struct rcu_head *next_head(const struct rcu_head *h)
+{
+	return (struct rcu_head *)(void *)h->next.next;
+}
+
+/* Markers are answered last: a marker was pushed after what it waits for,
+ * so it comes before it in the list, and its idr_rcu_barrier() must not
+ * return while the rest of the batch is still being freed. */
 static void free_batch(struct idr_node *n)
 {
+	struct idr_node *marks = NULL;
+
 	while (n) {
 		struct idr_node *next = next_retired(n);
 		unsigned height = (unsigned)(n->free & TAG_HEIGHT);
 		enum node_kind kind = n->free & TAG_GEN ? KIND_GEN : KIND_PLAIN;
 
-		if (height == TAG_MARK)
-			__atomic_store_n(&n->slots[0], (void *)n, __ATOMIC_RELEASE);
-		else if (height)
+		if (height == TAG_MARK) {
+			n->free = (uint64_t)(uintptr_t)marks;
+			marks = n;
+		} else if (height) {
 			subtree_free(n, height, kind, NULL);
-		else
+		} else {
 			mem_free(n, kind_bytes(kind));
+		}
 		n = next;
+	}
+	while (marks) {
+		struct idr_node *next = (struct idr_node *)(uintptr_t)marks->free;
+		/* the barrier's frame may be gone once this is stored */
+		__atomic_store_n(&marks->slots[0], (void *)marks, __ATOMIC_RELEASE);
+		marks = next;
+	}
+}
+
+/* The heads' callbacks, in the order they were pushed. */
+static void run_heads(struct rcu_head *h)
+{
+	struct rcu_head *fifo = NULL;
+
+	while (h) {
+		struct rcu_head *next = next_head(h);
+		h->next.next = (struct cds_wfcq_node *)(void *)fifo;
+		fifo = h;
+		h = next;
+	}
+	while (fifo) {
+		struct rcu_head *next = next_head(fifo);
+		fifo->func(fifo);
+		fifo = next;
 	}
 }
 
 static void batch_done(struct rcu_head *head);
 
-/* With `armed` held: queue everything pending, or let go of `armed` if
- * nothing is.  A push that found `armed` set just before it was let go
- * left its node for this loop to see. */
+static bool anything_pending(void)
+{
+	return __atomic_load_n(&retired.pending, __ATOMIC_SEQ_CST) ||
+	       __atomic_load_n(&retired.pending_heads, __ATOMIC_SEQ_CST);
+}
+
+/* With `armed` and queue_lock held: queue everything pending, or let go of
+ * `armed` if nothing is.  A push that found `armed` set just before it was
+ * let go left its item for this loop to see.  Nodes are taken before
+ * heads: an idr_rcu_barrier() marker, a node, then lands in a batch with
+ * every head pushed before it, or after them. */
 static void start_batch(void)
 {
 	for (;;) {
 		struct idr_node *b = __atomic_exchange_n(&retired.pending, NULL,
 							 __ATOMIC_SEQ_CST);
-		if (b) {
+		struct rcu_head *h = __atomic_exchange_n(&retired.pending_heads, NULL,
+							 __ATOMIC_SEQ_CST);
+		if (b || h) {
 			/* Atomic only for TSan, which cannot see call_rcu()'s
 			 * ordering inside liburcu. */
 			__atomic_store_n(&retired.batch, b, __ATOMIC_RELEASE);
+			__atomic_store_n(&retired.batch_heads, h, __ATOMIC_RELEASE);
 			call_rcu(&retired.head, batch_done);
 			return;
 		}
 		__atomic_store_n(&retired.armed, false, __ATOMIC_SEQ_CST);
-		if (!__atomic_load_n(&retired.pending, __ATOMIC_SEQ_CST) ||
+		if (!anything_pending() ||
 		    __atomic_exchange_n(&retired.armed, true, __ATOMIC_SEQ_CST))
 			return;
 	}
 }
 
+/* The heads first: a marker in the nodes ends idr_rcu_barrier(), which
+ * must find the batch's callbacks run. */
 static void batch_done(struct rcu_head *head)
 {
 	(void)head;
+	run_heads(__atomic_load_n(&retired.batch_heads, __ATOMIC_ACQUIRE));
 	free_batch(__atomic_load_n(&retired.batch, __ATOMIC_ACQUIRE));
+	lock_queue();
 	start_batch();
+	pthread_mutex_unlock(&queue_lock);
+}
+
+/* After a push: start a batch unless one is queued.  `armed` set means a
+ * batch is queued (or its callback runs), and its callback will see the
+ * push; the test outside the lock spares most pushes the lock.  If it
+ * reads `armed` set just as start_batch() lets it go, start_batch() reads
+ * the lists after that and sees the push (both sides are sequentially
+ * consistent). */
+static void arm(void)
+{
+	if (__atomic_load_n(&retired.armed, __ATOMIC_SEQ_CST))
+		return;
+	lock_queue();
+	if (!__atomic_exchange_n(&retired.armed, true, __ATOMIC_SEQ_CST))
+		start_batch();
+	pthread_mutex_unlock(&queue_lock);
 }
 
 static void retire(struct idr_node *n, uint64_t tag)
@@ -106,8 +206,19 @@ static void retire(struct idr_node *n, uint64_t tag)
 		n->free = (uint64_t)(uintptr_t)old | tag;
 	while (!__atomic_compare_exchange_n(&retired.pending, &old, n, true,
 					    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
-	if (!__atomic_exchange_n(&retired.armed, true, __ATOMIC_SEQ_CST))
-		start_batch();
+	arm();
+}
+
+void batch_rcu(struct rcu_head *head, void (*fn)(struct rcu_head *head))
+{
+	struct rcu_head *old = __atomic_load_n(&retired.pending_heads, __ATOMIC_RELAXED);
+
+	head->func = fn;
+	do
+		head->next.next = (struct cds_wfcq_node *)(void *)old;
+	while (!__atomic_compare_exchange_n(&retired.pending_heads, &old, head, true,
+					    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+	arm();
 }
 
 static uint64_t kind_tag(enum node_kind kind)
@@ -137,7 +248,7 @@ void cleaf_retire(struct idr *idr, struct cleaf *c)
 	if (idr->idr_flags & IDR_F_NO_RCU)
 		mem_free(c, sizeof(*c));
 	else
-		call_rcu(&c->rcu, free_cleaf_rcu);
+		batch_rcu(&c->rcu, free_cleaf_rcu);
 }
 
 void subtree_free(struct idr_node *node, unsigned height, enum node_kind kind,
@@ -182,7 +293,8 @@ void idr_rcu_read_unlock(void)
 /* liburcu's barrier waits for the callbacks queued before it, but a batch
  * pushed before this call may be queued only after it, by the callback of
  * the batch before.  A marker pushed now lands in the same batch as every
- * node pushed before it or in a later one, and batches end in order. */
+ * item pushed before it or in a later one (start_batch()), and batches
+ * end in order. */
 void idr_rcu_barrier(void)
 {
 	_Alignas(max_align_t) struct idr_node mark = { .slots = { NULL } };
@@ -192,7 +304,6 @@ void idr_rcu_barrier(void)
 		urcu_bp_barrier();
 		sched_yield(); /* the batch may be between two call_rcu()s */
 	}
-	urcu_bp_barrier(); /* compact leaves and directories */
 }
 
 void idr_synchronize_rcu(void)
@@ -218,7 +329,7 @@ static void run_deferred(struct rcu_head *rcu)
 void idr_call_rcu(struct idr_rcu_head *head, void (*fn)(struct idr_rcu_head *head))
 {
 	head->idr_fn = fn;
-	call_rcu((struct rcu_head *)(void *)head->idr_urcu, run_deferred);
+	batch_rcu((struct rcu_head *)(void *)head->idr_urcu, run_deferred);
 }
 
 /*
@@ -235,17 +346,22 @@ void idr_call_rcu(struct idr_rcu_head *head, void (*fn)(struct idr_rcu_head *hea
 void idr_fork_prepare(void)
 {
 	urcu_bp_call_rcu_before_fork();
+	pthread_mutex_lock(&queue_lock);
 	urcu_bp_before_fork();
 }
 
 void idr_fork_parent(void)
 {
 	urcu_bp_after_fork_parent();
+	pthread_mutex_unlock(&queue_lock);
 	urcu_bp_call_rcu_after_fork_parent();
 }
 
+/* queue_lock is made new before liburcu starts the child's worker, which
+ * takes it in batch_done(). */
 void idr_fork_child(void)
 {
 	urcu_bp_after_fork_child();
+	queue_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	urcu_bp_call_rcu_after_fork_child();
 }

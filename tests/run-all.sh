@@ -13,7 +13,7 @@ for t in "$@"; do
 		# default lock let a spinning reader in run-rcu re-take it
 		# every time, so a thread just created never ran and the test
 		# hung (seen on this project's CI machine, old code and new).
-		out=$(IDR_TEST_QUICK=1 valgrind -q --fair-sched=yes --error-exitcode=99 --leak-check=full \
+		out=$(IDR_TEST_QUICK=1 IDR_TEST_VALGRIND=1 valgrind -q --fair-sched=yes --error-exitcode=99 --leak-check=full \
 			--errors-for-leak-kinds=definite --show-leak-kinds=definite "$O/tests/$t" 2>&1)
 	else
 		out=$("$O/tests/$t" 2>&1)

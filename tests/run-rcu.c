@@ -375,6 +375,108 @@ TEST(a_forked_child_frees_what_was_queued_and_what_it_retires)
 	CHECK_EQ(WEXITSTATUS(status), 0);
 }
 
+/* Forks while another thread queues callbacks and retires nodes as fast
+ * as it can, on an idr of its own: with idr_fork_prepare() the child never
+ * inherits a half-queued callback or a batch taken and not queued, either
+ * of which would keep the child's idr_fork_child() or idr_rcu_barrier()
+ * from returning (the alarm ends such a child).  The child's own idr
+ * frees everything it retires. */
+static int churn_stop;
+static long churned, churn_queued; /* callbacks queued and not yet run */
+
+static void free_churned(struct idr_rcu_head *head)
+{
+	__atomic_sub_fetch(&churn_queued, 1, __ATOMIC_RELAXED);
+	free(head);
+}
+
+static struct idr churn_idr;
+
+static void *churn_retires(void *arg)
+{
+	struct idr *idr = &churn_idr;
+	long n = 0;
+
+	(void)arg;
+	idr_init(idr);
+	while (!__atomic_load_n(&churn_stop, __ATOMIC_RELAXED)) {
+		/* no more queued than a child can run through at once */
+		if (__atomic_load_n(&churn_queued, __ATOMIC_RELAXED) > 1000) {
+			sched_yield();
+			continue;
+		}
+		struct idr_rcu_head *h = malloc(sizeof(*h));
+		if (!h)
+			abort();
+		__atomic_add_fetch(&churn_queued, 1, __ATOMIC_RELAXED);
+		idr_call_rcu(h, free_churned);
+		/* a leaf made and emptied: a node retired, and on the way
+		 * down a compact leaf too */
+		idr_lock(idr);
+		for (int i = 0; i < 8; i++)
+			if (idr_alloc(idr, P_OBJ, 64 * 64, 0, IDR_GFP_KERNEL) < 0)
+				abort();
+		for (unsigned long i = 64 * 64; i < 64 * 64 + 8; i++)
+			idr_remove(idr, i);
+		idr_unlock(idr);
+		n++;
+	}
+	idr_destroy(idr);
+	__atomic_store_n(&churned, n, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static int child_of_a_busy_parent(void)
+{
+	struct idr idr;
+
+	alarm(20);
+	idr_fork_child();
+	idr_init(&idr);
+	for (int i = 0; i < 200; i++)
+		if (idr_alloc(&idr, P_OBJ, 64 * i, 0, IDR_GFP_KERNEL) != 64 * i)
+			return 1;
+	for (unsigned long i = 0; i < 200; i++)
+		idr_remove(&idr, 64 * i);
+	struct idr_rcu_head *h = malloc(sizeof(*h));
+	if (!h)
+		return 2;
+	idr_call_rcu(h, free_churned);
+	idr_rcu_barrier();
+	return idr_is_empty(&idr) && idr_memory_usage(&idr) == 0 ? 0 : 3;
+}
+
+TEST(forks_amid_another_threads_retires_leave_the_child_working)
+{
+	pthread_t churner;
+	long forks = tu_scale(200), bad = 0;
+
+	if (tu_tsan())
+		return; /* TSan cannot start threads in a child of a threaded parent */
+	/* valgrind checks each child for leaks at its exit, and a child cannot
+	 * free the churning thread's preload stash (idr_lock(3)). */
+	if (tu_valgrind())
+		return;
+	churn_stop = 0;
+	CHECK_EQ(pthread_create(&churner, NULL, churn_retires, NULL), 0);
+	for (long k = 0; k < forks; k++) {
+		int status;
+		idr_fork_prepare();
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(child_of_a_busy_parent());
+		idr_fork_parent();
+		if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0)
+			bad++;
+	}
+	__atomic_store_n(&churn_stop, 1, __ATOMIC_RELAXED);
+	CHECK_EQ(pthread_join(churner, NULL), 0);
+	idr_rcu_barrier();
+	CHECK_EQ(bad, 0);
+	CHECK(churned > 0);
+}
+
 /* ---- sparse leaves: lanes reused under lockless readers ---- */
 
 #define LEAVES 512
@@ -721,11 +823,12 @@ TEST(idr_synchronize_rcu_waits_for_a_section_open_when_it_was_called)
 #define DEFERRED 100
 
 static struct idr_rcu_head deferred[DEFERRED];
-static int deferred_ran[DEFERRED];
+static int deferred_ran[DEFERRED], deferred_order[DEFERRED], deferred_runs;
 
 static void count_deferred(struct idr_rcu_head *head)
 {
 	__atomic_add_fetch(&deferred_ran[head - deferred], 1, __ATOMIC_SEQ_CST);
+	deferred_order[head - deferred] = __atomic_fetch_add(&deferred_runs, 1, __ATOMIC_SEQ_CST);
 }
 
 static int deferred_total(void)
@@ -739,7 +842,8 @@ static int deferred_total(void)
 
 /* Calls queued while another thread's section is open (half of them from
  * inside a section of the caller's own) wait for it; once it has ended,
- * idr_rcu_barrier() returns only after each ran, once, with its own head. */
+ * idr_rcu_barrier() returns only after each ran, once, with its own head,
+ * in the order they were queued. */
 TEST(idr_call_rcu_runs_each_callback_once_after_the_open_sections)
 {
 	pthread_t reader;
@@ -757,6 +861,51 @@ TEST(idr_call_rcu_runs_each_callback_once_after_the_open_sections)
 	CHECK_EQ(pthread_join(reader, NULL), 0);
 	idr_rcu_barrier();
 	CHECK_EQ(while_open, 0);
-	for (int i = 0; i < DEFERRED; i++)
+	for (int i = 0; i < DEFERRED; i++) {
 		CHECK_EQ(deferred_ran[i], 1);
+		CHECK_EQ(deferred_order[i], i);
+	}
+}
+
+/* A callback queued with a barrier's marker, in the batch the marker is
+ * in, has run, whole, when that idr_rcu_barrier() returns.  A reader holds
+ * the batch before them back until both are queued. */
+static struct idr_rcu_head first_head, slow_head;
+static int slow_done, slow_seen;
+
+static void ignore_head(struct idr_rcu_head *head)
+{
+	(void)head;
+}
+
+static void slow_callback(struct idr_rcu_head *head)
+{
+	(void)head;
+	pause_a_while();
+	__atomic_store_n(&slow_done, 1, __ATOMIC_SEQ_CST);
+}
+
+static void *barrier_then_look(void *arg)
+{
+	(void)arg;
+	idr_rcu_barrier();
+	__atomic_store_n(&slow_seen, __atomic_load_n(&slow_done, __ATOMIC_SEQ_CST),
+			 __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+TEST(idr_rcu_barrier_waits_for_the_callbacks_batched_with_it)
+{
+	pthread_t reader, waiter;
+
+	slow_done = slow_seen = 0;
+	hold_start(&reader);
+	idr_call_rcu(&first_head, ignore_head); /* a batch, held back by the reader */
+	idr_call_rcu(&slow_head, slow_callback);  /* waits for the next one */
+	CHECK_EQ(pthread_create(&waiter, NULL, barrier_then_look, NULL), 0);
+	pause_a_while(); /* the waiter's marker joins the slow callback */
+	__atomic_store_n(&held_release, 1, __ATOMIC_SEQ_CST);
+	CHECK_EQ(pthread_join(reader, NULL), 0);
+	CHECK_EQ(pthread_join(waiter, NULL), 0);
+	CHECK_EQ(slow_seen, 1);
 }

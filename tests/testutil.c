@@ -41,6 +41,13 @@ bool tu_tsan(void)
 	return t && *t == '1';
 }
 
+bool tu_valgrind(void)
+{
+	const char *v = getenv("IDR_TEST_VALGRIND");
+
+	return v && *v == '1';
+}
+
 long tu_scale(long n)
 {
 	const char *q = getenv("IDR_TEST_QUICK");

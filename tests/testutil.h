@@ -49,6 +49,8 @@ long tu_scale(long n);
 /* Under ThreadSanitizer (IDR_TEST_TSAN=1) liburcu's uninstrumented grace
  * periods are kept out of the picture. */
 bool tu_tsan(void);
+/* Under valgrind (IDR_TEST_VALGRIND=1, set by tests/run-all.sh). */
+bool tu_valgrind(void);
 
 /* A non-NULL pointer value naming the thread @tag that stored it under @id,
  * so a test can tell whose entry it reads; tu_tag_id() recovers the ID. */
