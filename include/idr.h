@@ -523,7 +523,7 @@ void idr_synchronize_rcu(void);
 
 /* What idr_call_rcu() needs: embed one in each object it is to free. */
 struct idr_rcu_head {
-	void *idr_urcu[2];                         /* private: liburcu's rcu_head */
+	void *idr_urcu[2];                         /* private: an rcu_head */
 	void (*idr_fn)(struct idr_rcu_head *head); /* private: the callback */
 };
 

@@ -311,8 +311,8 @@ void idr_synchronize_rcu(void)
 	urcu_bp_synchronize_rcu();
 }
 
-/* A caller's idr_rcu_head holds liburcu's rcu_head at its start, which only
- * liburcu reads or writes, and the caller's callback after it, which
+/* A caller's idr_rcu_head holds an rcu_head at its start, which the batches
+ * link through and call, and the caller's callback after it, which
  * run_deferred() finds from the rcu_head's address. */
 _Static_assert(offsetof(struct idr_rcu_head, idr_urcu) == 0 &&
 		       sizeof(struct rcu_head) <= sizeof(((struct idr_rcu_head *)NULL)->idr_urcu) &&
@@ -362,6 +362,6 @@ void idr_fork_parent(void)
 void idr_fork_child(void)
 {
 	urcu_bp_after_fork_child();
-	queue_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_init(&queue_lock, NULL);
 	urcu_bp_call_rcu_after_fork_child();
 }
