@@ -12,6 +12,21 @@
 
 #define IDR_HIDDEN __attribute__((visibility("hidden")))
 
+/* Builds with -DIDR_TEST_HOOKS (tests/fork-window.sh only) call
+ * idr_test_window_hook, when set, inside the window that idr_fork_prepare()
+ * must not fork in: a batch of frees taken and not yet queued (src/rcu.c).
+ * Other builds have no hook. */
+#ifdef IDR_TEST_HOOKS
+extern void (*idr_test_window_hook)(void);
+#define TEST_WINDOW()                                                       \
+	do {                                                                \
+		if (idr_test_window_hook)                                   \
+			idr_test_window_hook();                             \
+	} while (0)
+#else
+#define TEST_WINDOW() ((void)0)
+#endif
+
 #define NODE_BITS 6
 #define NODE_SLOTS (1u << NODE_BITS)
 #define NODE_MASK (NODE_SLOTS - 1)

@@ -67,6 +67,10 @@ static struct {
 
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
 
+#ifdef IDR_TEST_HOOKS
+void (*idr_test_window_hook)(void);
+#endif
+
 /* liburcu makes its worker on the first call_rcu(), under its own mutex,
  * which idr_fork_prepare() holds (call_rcu_before_fork()) while it waits
  * for queue_lock: a first call_rcu() made under queue_lock would wait for
@@ -160,6 +164,7 @@ static void start_batch(void)
 			 * ordering inside liburcu. */
 			__atomic_store_n(&retired.batch, b, __ATOMIC_RELEASE);
 			__atomic_store_n(&retired.batch_heads, h, __ATOMIC_RELEASE);
+			TEST_WINDOW();
 			call_rcu(&retired.head, batch_done);
 			return;
 		}
