@@ -444,10 +444,8 @@ static void op_get_next(struct state *s, struct input *in)
 {
 	int id = get_int(in), in_id = id;
 	void *got = idr_get_next(&s->idr, &id);
-	size_t i = model_lower(&s->m, in_id < 0 ? 0 : (uint64_t)in_id);
+	size_t i = model_live_from(&s->m, model_lower(&s->m, in_id < 0 ? 0 : (uint64_t)in_id));
 
-	while (i < s->m.n && !s->m.e[i].ptr)
-		i++;
 	if (in_id >= 0 && i < s->m.n && s->m.e[i].id <= INT_MAX) {
 		FZ_ASSERT(got == s->m.e[i].ptr && (uint64_t)id == s->m.e[i].id);
 	} else {
@@ -459,10 +457,8 @@ static void op_get_next_ul(struct state *s, struct input *in)
 {
 	unsigned long id = get_id(in), in_id = id;
 	void *got = idr_get_next_ul(&s->idr, &id);
-	size_t i = model_lower(&s->m, in_id);
+	size_t i = model_live_from(&s->m, model_lower(&s->m, in_id));
 
-	while (i < s->m.n && !s->m.e[i].ptr)
-		i++;
 	if (i < s->m.n) {
 		FZ_ASSERT(got == s->m.e[i].ptr && id == s->m.e[i].id);
 	} else {

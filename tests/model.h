@@ -32,6 +32,16 @@ static inline size_t model_lower(const struct model *m, uint64_t id)
 	return lo;
 }
 
+/* Index of the first entry at or after index @i that holds a pointer, as
+ * a walk of the idr would visit it (a NULL reservation is skipped), or
+ * m->n. */
+static inline size_t model_live_from(const struct model *m, size_t i)
+{
+	while (i < m->n && !m->e[i].ptr)
+		i++;
+	return i;
+}
+
 static inline struct model_entry *model_get(const struct model *m, uint64_t id)
 {
 	size_t i = model_lower(m, id);
@@ -86,8 +96,7 @@ static inline int model_visit(int id, void *p, void *data)
 {
 	struct model_walk *w = data;
 
-	while (w->i < w->m->n && !w->m->e[w->i].ptr)
-		w->i++;
+	w->i = model_live_from(w->m, w->i);
 	w->bad += w->i >= w->m->n || w->m->e[w->i].id != (uint64_t)id ||
 		  w->m->e[w->i].ptr != p;
 	w->i++;

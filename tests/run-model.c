@@ -22,8 +22,7 @@ static void check_contents(const struct idr *idr, const struct model *m)
 	void *p;
 	int id;
 	idr_for_each_entry(idr, p, id) {
-		while (k < m->n && !m->e[k].ptr)
-			k++;
+		k = model_live_from(m, k);
 		CHECK(k < m->n && m->e[k].id == (uint64_t)id && m->e[k].ptr == p);
 		k++;
 	}
@@ -34,14 +33,11 @@ static void check_contents(const struct idr *idr, const struct model *m)
 	unsigned long uid, tmp;
 	k = 0;
 	idr_for_each_entry_ul(idr, p, tmp, uid) {
-		while (k < m->n && !m->e[k].ptr)
-			k++;
+		k = model_live_from(m, k);
 		CHECK(k < m->n && m->e[k].id == uid && m->e[k].ptr == p);
 		k++;
 	}
-	while (k < m->n && !m->e[k].ptr)
-		k++;
-	CHECK_EQ(k, m->n);
+	CHECK_EQ(model_live_from(m, k), m->n);
 	for (size_t i = 0; i < m->n; i++)
 		CHECK(idr_find(idr, m->e[i].id) == m->e[i].ptr);
 	CHECK_EQ(idr_is_empty(idr), m->n == 0);
@@ -143,9 +139,7 @@ static void run_model(int base, long ops, uint64_t seed, long check_every)
 					   tu_rand(&rng) % 2 ? pick_start(&rng) :
 					   UINT32_MAX - tu_rand(&rng) % 300;
 			unsigned long want_id = id;
-			size_t i = model_lower(&m, id);
-			while (i < m.n && !m.e[i].ptr)
-				i++;
+			size_t i = model_live_from(&m, model_lower(&m, id));
 			void *got = idr_get_next_ul(&idr, &id);
 			if (i < m.n) {
 				CHECK(got == m.e[i].ptr);
@@ -161,9 +155,7 @@ static void run_model(int base, long ops, uint64_t seed, long check_every)
 			 * walk, with the changes of the steps between its calls. */
 			int id = tu_rand(&rng) % 2 ? resume : (int)pick_start(&rng);
 			int want_id = id;
-			size_t i = model_lower(&m, (uint64_t)id);
-			while (i < m.n && !m.e[i].ptr)
-				i++;
+			size_t i = model_live_from(&m, model_lower(&m, (uint64_t)id));
 			void *got = idr_get_next(&idr, &id);
 			if (i < m.n && m.e[i].id <= INT_MAX) {
 				CHECK(got == m.e[i].ptr);
