@@ -34,25 +34,27 @@ bool tu_failed(void)
 	return current_failed;
 }
 
-bool tu_tsan(void)
+/* Is environment variable @name set to 1 (tests/run-all.sh, .ci/run)? */
+static bool env_on(const char *name)
 {
-	const char *t = getenv("IDR_TEST_TSAN");
-
-	return t && *t == '1';
-}
-
-bool tu_valgrind(void)
-{
-	const char *v = getenv("IDR_TEST_VALGRIND");
+	const char *v = getenv(name);
 
 	return v && *v == '1';
 }
 
+bool tu_tsan(void)
+{
+	return env_on("IDR_TEST_TSAN");
+}
+
+bool tu_valgrind(void)
+{
+	return env_on("IDR_TEST_VALGRIND");
+}
+
 long tu_scale(long n)
 {
-	const char *q = getenv("IDR_TEST_QUICK");
-
-	return q && *q == '1' ? (n / 50 > 1 ? n / 50 : 1) : n;
+	return env_on("IDR_TEST_QUICK") ? (n / 50 > 1 ? n / 50 : 1) : n;
 }
 
 void *tu_tag_ptr(unsigned tag, unsigned long id)
