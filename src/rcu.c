@@ -169,9 +169,11 @@ static void start_batch(void)
 			return;
 		}
 		__atomic_store_n(&retired.armed, false, __ATOMIC_SEQ_CST);
-		if (!anything_pending() ||
-		    __atomic_exchange_n(&retired.armed, true, __ATOMIC_SEQ_CST))
+		if (!anything_pending())
 			return;
+		/* A push that read `armed` set came in meanwhile; every other
+		 * setter of `armed` waits for queue_lock, so take it back. */
+		__atomic_store_n(&retired.armed, true, __ATOMIC_SEQ_CST);
 	}
 }
 
