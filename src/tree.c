@@ -49,18 +49,20 @@ static void publish_root(struct idr *idr, struct idr_node *node, unsigned h)
  * would count from 0 again.  Rare: a twig covers 4096 IDs. */
 static uint64_t twig_epoch;
 
-static void twig_gone(void)
+/* A node or tree of height @height has left its tree: count it if it is a
+ * twig or holds one. */
+static void twigs_gone(unsigned height)
 {
-	__atomic_fetch_add(&twig_epoch, 1, __ATOMIC_RELEASE);
+	if (height >= 2)
+		__atomic_fetch_add(&twig_epoch, 1, __ATOMIC_RELEASE);
 }
 
-/* @node, of height @height, is unlinked from its tree: count it if it may
- * be a twig or above one, then retire it. */
+/* @node, of height @height, is unlinked from its tree: count it, then
+ * retire it. */
 static void retire_unlinked(struct idr *idr, struct idr_node *node,
 			    unsigned height)
 {
-	if (height >= 2)
-		twig_gone();
+	twigs_gone(height);
 	node_retire(idr, node);
 }
 
@@ -774,8 +776,7 @@ void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry))
 	publish_root(idr, NULL, 0);
 	dir_drop(idr);
 	idr->idr_hint = NULL;
-	if (root_height(root) >= 2)
-		twig_gone();
+	twigs_gone(root_height(root));
 	if (leaf_fn)
 		subtree_free(root_node(root), root_height(root), idr_kind(idr),
 			     leaf_fn);
