@@ -339,7 +339,6 @@ struct node_pool {
 	unsigned from_stash;
 	enum node_kind kind;
 	struct cleaf *cleaf;     /* one compact leaf, if the insertion needs it */
-	bool cleaf_from_stash;
 };
 
 /* What one insertion will take from its pool. */

@@ -300,20 +300,18 @@ static void give_back(struct shelf *sh, unsigned kind, void *n, bool from_stash)
 		mem_free(n, kind_bytes(kind));
 }
 
-/* Give back what a pool did not use: stash nodes to the stash, the rest to
- * the allocator, so a failed call leaves memory exactly as it found it. */
+/* Give back the full nodes a pool_fill() that failed had gathered: stash
+ * nodes to the stash, the rest to the allocator, so a failed call leaves
+ * memory exactly as it found it.  (The compact leaf is gathered last, so a
+ * failed fill never holds one.) */
 static void pool_return(struct node_pool *pool)
 {
 	struct shelf *sh = &stash.shelf[pool->kind];
 
 	for (unsigned i = 0; i < pool->count; i++)
 		give_back(sh, pool->kind, pool->node[i], i < pool->from_stash);
-	if (pool->cleaf)
-		give_back(&stash.shelf[KIND_COMPACT], KIND_COMPACT, pool->cleaf,
-			  pool->cleaf_from_stash);
 	pool->count = 0;
 	pool->from_stash = 0;
-	pool->cleaf = NULL;
 }
 
 /* Gather what one insertion needs: @need.full nodes of @kind and maybe a
@@ -339,8 +337,9 @@ int pool_fill(struct node_pool *pool, enum node_kind kind, struct insert_need ne
 		pool->node[pool->count++] = n;
 	}
 	if (need.compact) {
+		bool from_shelf;
 		pool->cleaf = shelf_or_alloc(&stash.shelf[KIND_COMPACT], KIND_COMPACT,
-					     &pool->cleaf_from_stash);
+					     &from_shelf);
 		if (!pool->cleaf) {
 			pool_return(pool);
 			return -ENOMEM;
@@ -359,9 +358,5 @@ struct cleaf *pool_take_cleaf(struct node_pool *pool)
 
 struct idr_node *pool_take(struct node_pool *pool)
 {
-	struct idr_node *n = pool->node[--pool->count];
-
-	if (pool->from_stash > pool->count)
-		pool->from_stash = pool->count;
-	return n;
+	return pool->node[--pool->count];
 }

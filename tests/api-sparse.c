@@ -353,27 +353,30 @@ TEST(a_sparse_leaf_under_the_root_keeps_the_height)
 {
 	struct idr idr;
 
-	idr_init(&idr);
-	CHECK_EQ(idr_alloc(&idr, P(1), 5, 0, IDR_GFP_KERNEL), 5); /* root leaf */
-	CHECK_EQ(idr_alloc(&idr, P(2), 64, 0, IDR_GFP_KERNEL), 64);
-	CHECK(idr_remove(&idr, 64) == P(2));
-	/* Leaf 0 has one entry left: it turns into a singleton, and a tree
-	 * whose root would be that word keeps its root node instead. */
-	CHECK(idr_find(&idr, 5) == P(1));
+	init_two_levels(&idr);
+	for (unsigned i = 0; i < 64; i++)
+		if (i != 5)
+			CHECK(idr_remove(&idr, i) == P(i));
+	MEM(&idr, 2, 0);
+	CHECK(idr_remove(&idr, 64) == P(64));
+	/* Leaf 0 has turned into a singleton word, and a tree whose root
+	 * would be that word keeps its root node instead. */
+	MEM(&idr, 1, 0);
+	CHECK(idr_find(&idr, 5) == P(5));
+	CHECK(idr_find(&idr, 64) == NULL);
 	CHECK_EQ(idr_check(&idr), 0);
-	CHECK_EQ(idr_alloc(&idr, P(3), 0, 0, IDR_GFP_KERNEL), 0);
-	CHECK(idr_find(&idr, 0) == P(3));
-	CHECK(idr_find(&idr, 5) == P(1));
+	CHECK_EQ(idr_alloc(&idr, P(0), 0, 0, IDR_GFP_KERNEL), 0);
+	MEM(&idr, 1, 1);
+	CHECK(idr_find(&idr, 0) == P(0));
+	CHECK(idr_find(&idr, 5) == P(5));
 	/* Filled up, leaf 0 is a full leaf again, and the root level goes
 	 * (a fuzzer find: the check flagged the unneeded level). */
 	for (int i = 1; i <= 4; i++)
-		CHECK_EQ(idr_alloc(&idr, P(3), 0, 0, IDR_GFP_KERNEL), i);
+		CHECK_EQ(idr_alloc(&idr, P(i), 0, 0, IDR_GFP_KERNEL), i);
 	MEM(&idr, 1, 0);
 	CHECK_EQ(idr_check(&idr), 0);
-	for (int i = 1; i <= 4; i++)
-		CHECK(idr_remove(&idr, (unsigned)i) == P(3));
-	CHECK(idr_remove(&idr, 5) == P(1));
-	CHECK(idr_remove(&idr, 0) == P(3));
+	for (unsigned i = 0; i <= 5; i++)
+		CHECK(idr_remove(&idr, i) == P(i));
 	CHECK(idr_is_empty(&idr));
 	CHECK_EQ(idr_memory_usage(&idr), 0);
 	idr_destroy(&idr);

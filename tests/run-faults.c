@@ -298,6 +298,69 @@ TEST(removal_never_allocates)
 	idr_destroy(&idr);
 }
 
+static size_t refused_bytes;
+static bool refuse_bytes(size_t size)
+{
+	return size == refused_bytes;
+}
+
+/* Blocks held, the stash's among them (tu_settled_live() empties it). */
+static long held(void)
+{
+	idr_rcu_barrier();
+	return tu_live();
+}
+
+/* The state snapshot() cannot see: the nodes in this thread's stash.  A
+ * failed allocation must put back the ones it took from there, or the next
+ * allocation under the same preload would call the allocator for them. */
+TEST(a_failure_puts_the_stash_nodes_it_took_back_in_the_stash)
+{
+	struct idr idr;
+	struct snapshot before, after;
+
+	idr_init(&idr);
+	one_id(&idr);
+	idr_preload_drain();
+	long live = held();
+
+	/* A stash of plain nodes without its compact leaf.  The reservation
+	 * at INT_MAX takes 9 nodes from it, then is refused the leaf. */
+	refused_bytes = kind_bytes(KIND_COMPACT);
+	tu_fail_if(refuse_bytes);
+	idr_preload(IDR_GFP_KERNEL);
+	CHECK_EQ(held(), live + IDR_PRELOAD_NODES);
+	snap(&idr, &before);
+	CHECK_EQ(alloc_null_far(&idr), -ENOMEM);
+	snap(&idr, &after);
+	CHECK(same(&before, &after));
+	CHECK_EQ(held(), live + IDR_PRELOAD_NODES);
+	/* With plain nodes refused instead, it must find its 9 in the stash. */
+	refused_bytes = kind_bytes(KIND_PLAIN);
+	long calls = tu_calls();
+	CHECK_EQ(alloc_null_far(&idr), INT_MAX);
+	CHECK_EQ(tu_calls() - calls, 1); /* the compact leaf */
+
+	/* One plain node left in the stash; 2^20 needs 3 nodes.  The
+	 * allocator refuses the second; the first goes back. */
+	snap(&idr, &before);
+	live = held();
+	calls = tu_calls();
+	CHECK_EQ(idr_alloc(&idr, P, 1 << 20, 0, IDR_GFP_NOWAIT), -ENOMEM);
+	CHECK_EQ(tu_calls() - calls, 1);
+	snap(&idr, &after);
+	CHECK(same(&before, &after));
+	CHECK_EQ(held(), live);
+	tu_fail_if(NULL);
+	calls = tu_calls();
+	CHECK_EQ(idr_alloc(&idr, P, 1 << 20, 0, IDR_GFP_NOWAIT), 1 << 20);
+	CHECK_EQ(tu_calls() - calls, 2);
+	idr_preload_end();
+	CHECK(idr_check(&idr) == 0);
+	idr_destroy(&idr);
+	idr_preload_drain();
+}
+
 static int ida_far(struct ida *ida)
 {
 	return ida_alloc_min(ida, 1u << 25, IDR_GFP_KERNEL);
