@@ -219,3 +219,225 @@ TEST(ida_allocation_hint_corruption_is_caught)
 	CHECK_EQ(ida_check(&ida), 0);
 	ida_destroy(&ida);
 }
+
+/* A root with a full leaf at slot 1 (ID 64) and, at slot 2, a compact
+ * leaf holding IDs 129 (a NULL, which no singleton holds) and 130. */
+static struct cleaf *fill_compact(struct idr *idr)
+{
+	idr_init(idr);
+	if (idr_alloc(idr, &obj, 64, 0, IDR_GFP_KERNEL) != 64 ||
+	    idr_alloc(idr, NULL, 129, 0, IDR_GFP_KERNEL) != 129 ||
+	    idr_alloc(idr, &obj, 130, 0, IDR_GFP_KERNEL) != 130)
+		tu_fail(__FILE__, __LINE__, "fill_compact");
+	uintptr_t word = (uintptr_t)top(idr)->slots[2];
+	if ((word & TAG_MASK) != TAG_COMPACT)
+		tu_fail(__FILE__, __LINE__, "no compact leaf at slot 2");
+	return (struct cleaf *)(word & ~TAG_MASK);
+}
+
+TEST(compact_leaf_corruption_is_caught)
+{
+	struct idr idr;
+	struct cleaf *leaf = fill_compact(&idr);
+	CHECK_EQ(idr_check(&idr), 0);
+	uint64_t lanes = leaf->lanes;
+	unsigned off0 = lanes & 0xff, off1 = (lanes >> 8) & 0xff;
+
+	/* Two lanes holding one offset: a lookup would see only one. */
+	EXPECT_CAUGHT(&idr, &leaf->lanes, (uint64_t)(off0 ^ off1) << 8, "lanes are bad");
+	/* A lane past the leaf's capacity. */
+	EXPECT_CAUGHT(&idr, &leaf->lanes, (uint64_t)(LANE_FREE ^ 7) << 56, "lanes are bad");
+	/* An offset beyond the leaf. */
+	EXPECT_CAUGHT(&idr, &leaf->lanes, (uint64_t)(off0 ^ 64), "lanes are bad");
+	/* No lane in use: the leaf should have gone. */
+	EXPECT_CAUGHT(&idr, &leaf->lanes, lanes ^ ~(uint64_t)0, "empty compact leaf");
+	/* A sparse leaf is never full, so its parent's bit says it has room. */
+	EXPECT_CAUGHT(&idr, &top(&idr)->free, (uint64_t)1 << 2, "sparse leaf marked full");
+	EXPECT_CAUGHT(&idr, &idr.idr_sparse, (size_t)1, "compact leaf count");
+	idr_destroy(&idr);
+}
+
+TEST(a_sparse_leaf_where_none_may_be_is_caught)
+{
+	struct idr idr, handles;
+
+	fill_compact(&idr);
+	idr_init_flags(&handles, 0, IDR_F_HANDLES);
+	for (int i = 0; i <= 64; i++)
+		CHECK_EQ(idr_alloc(&handles, &obj, 0, 0, IDR_GFP_KERNEL), i);
+	/* The compact leaf's word in a handle idr's empty slot 2: handle
+	 * lookups read generations that a compact leaf has not got. */
+	void **slot = &top(&handles)->slots[2];
+	CHECK_EQ(idr_check(&handles), 0);
+	*slot = top(&idr)->slots[2];
+	CHECK_EQ(idr_check(&handles), -EUCLEAN);
+	CHECK(strstr(tu_diag_last(), "sparse leaf in a tree that has none") != NULL);
+	*slot = NULL;
+	CHECK_EQ(idr_check(&handles), 0);
+	idr_destroy(&handles);
+	idr_destroy(&idr);
+}
+
+TEST(a_generation_missing_from_a_handle_idr_is_caught)
+{
+	struct idr idr;
+
+	idr_init_flags(&idr, 0, IDR_F_HANDLES);
+	for (int i = 0; i < 10; i++)
+		CHECK_EQ(idr_alloc(&idr, &obj, 0, 0, IDR_GFP_KERNEL), i);
+	uint32_t *gen = &node_gens(top(&idr))[3];
+	uint32_t saved = *gen;
+	*gen = 0;
+	CHECK_EQ(idr_check(&idr), -EUCLEAN);
+	CHECK(strstr(tu_diag_last(), "without a generation") != NULL);
+	*gen = saved;
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+}
+
+/* Move the root's child at slot @from to slot @to (empty), keeping the
+ * root's free bits in step: the subtree now stands for other IDs. */
+static void move_child(struct idr_node *root, unsigned from, unsigned to)
+{
+	uint64_t bit = (root->free >> from) & 1;
+
+	root->slots[to] = root->slots[from];
+	root->slots[from] = NULL;
+	root->free = (root->free | (uint64_t)1 << from) & ~((uint64_t)!bit << to);
+}
+
+/* Entries at the top of the u32 range, moved one root slot further up, now
+ * stand for IDs beyond it, which nothing could have allocated. */
+TEST(ids_beyond_the_range_are_caught)
+{
+	struct idr idr;
+	unsigned top_slot = UINT32_MAX >> 30; /* the root spans 2^30 a slot */
+
+	/* A singleton word. */
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc(&idr, &obj, 0, 0, IDR_GFP_KERNEL), 0);
+	uint32_t id = UINT32_MAX;
+	CHECK_EQ(idr_alloc_u32(&idr, &obj, &id, UINT32_MAX, IDR_GFP_KERNEL), 0);
+	CHECK_EQ(root_height(root_load(&idr)), MAX_HEIGHT);
+	move_child(top(&idr), top_slot, top_slot + 1);
+	CHECK_EQ(idr_check(&idr), -EUCLEAN);
+	CHECK(strstr(tu_diag_last(), "ID beyond the ID range") != NULL);
+	move_child(top(&idr), top_slot + 1, top_slot);
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+
+	/* A full leaf (an ID at offset 0 starts one). */
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc(&idr, &obj, 0, 0, IDR_GFP_KERNEL), 0);
+	id = UINT32_MAX - 63;
+	CHECK_EQ(idr_alloc_u32(&idr, &obj, &id, UINT32_MAX, IDR_GFP_KERNEL), 0);
+	move_child(top(&idr), top_slot, top_slot + 1);
+	CHECK_EQ(idr_check(&idr), -EUCLEAN);
+	CHECK(strstr(tu_diag_last(), "ID beyond the ID range") != NULL);
+	move_child(top(&idr), top_slot + 1, top_slot);
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+}
+
+TEST(tree_shape_corruption_is_caught)
+{
+	struct idr idr;
+
+	fill(&idr, 200);
+	/* A leaf with nothing in it should have been freed. */
+	struct idr_node *leaf = top(&idr)->slots[3];
+	void *saved[8];
+	uint64_t free = leaf->free;
+	for (int i = 0; i < 8; i++) {
+		saved[i] = leaf->slots[i];
+		leaf->slots[i] = NULL;
+	}
+	leaf->free = ~(uint64_t)0;
+	CHECK_EQ(idr_check(&idr), -EUCLEAN);
+	CHECK(strstr(tu_diag_last(), "nothing below it") != NULL);
+	for (int i = 0; i < 8; i++)
+		leaf->slots[i] = saved[i];
+	leaf->free = free;
+	CHECK_EQ(idr_check(&idr), 0);
+	/* A height no index needs. */
+	void *root = idr.idr_root;
+	idr.idr_root = (void *)(((uintptr_t)root & ~HEIGHT_MASK) | (MAX_HEIGHT + 1));
+	CHECK_EQ(idr_check(&idr), -EUCLEAN);
+	CHECK(strstr(tu_diag_last(), "too tall") != NULL);
+	idr.idr_root = root;
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+}
+
+TEST(old_api_reserve_corruption_is_caught)
+{
+	struct idr idr;
+
+	idr_init(&idr);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	CHECK_EQ(idr_pre_get(&idr, IDR_GFP_KERNEL), 1);
+#pragma GCC diagnostic pop
+	CHECK_EQ(idr_check(&idr), 0);
+	EXPECT_CAUGHT(&idr, &idr.idr_reserve_count, 1u, "reserve count");
+	idr_destroy(&idr);
+}
+
+TEST(lookup_directory_bookkeeping_corruption_is_caught)
+{
+	struct idr idr;
+
+	fill(&idr, 20000);
+	struct leafdir *d = idr.idr_dir;
+	CHECK(d != NULL);
+	EXPECT_CAUGHT(&idr, &d->keyed, (size_t)1, "neither keyed nor a span");
+	EXPECT_CAUGHT(&idr, &d->named, (size_t)1, "miscounts its leaves");
+	idr_destroy(&idr);
+}
+
+TEST(ida_bitmap_corruption_is_caught)
+{
+	struct ida ida;
+
+	ida_init(&ida);
+	for (int i = 0; i < 3000; i++)
+		CHECK_EQ(ida_alloc(&ida, IDR_GFP_KERNEL), i);
+	struct idr_node *leaf = top(&ida.ida_rt);
+	/* Chunk 3 has no bitmap: a full mark would hide its IDs. */
+	leaf->free ^= (uint64_t)1 << 3;
+	CHECK_EQ(ida_check(&ida), -EUCLEAN);
+	CHECK(strstr(tu_diag_last(), "absent bitmap marked full") != NULL);
+	leaf->free ^= (uint64_t)1 << 3;
+	CHECK_EQ(ida_check(&ida), 0);
+	/* Chunk 2's bitmap, emptied: it should have been freed. */
+	uint64_t *bitmap = leaf->slots[2], saved[IDA_CHUNK_WORDS];
+	memcpy(saved, bitmap, sizeof(saved));
+	memset(bitmap, 0, sizeof(saved));
+	CHECK_EQ(ida_check(&ida), -EUCLEAN);
+	CHECK(strstr(tu_diag_last(), "empty bitmap kept") != NULL);
+	memcpy(bitmap, saved, sizeof(saved));
+	CHECK_EQ(ida_check(&ida), 0);
+	ida.ida_rt.idr_nodes++;
+	CHECK_EQ(ida_check(&ida), -EUCLEAN);
+	CHECK(strstr(tu_diag_last(), "node count") != NULL);
+	ida.ida_rt.idr_nodes--;
+	CHECK_EQ(ida_check(&ida), 0);
+	ida_destroy(&ida);
+}
+
+TEST(an_ida_chunk_beyond_the_range_is_caught)
+{
+	struct ida ida;
+
+	ida_init(&ida);
+	CHECK_EQ(ida_alloc(&ida, IDR_GFP_KERNEL), 0);
+	CHECK_EQ(ida_alloc_min(&ida, INT_MAX, IDR_GFP_KERNEL), INT_MAX);
+	unsigned h = root_height(root_load(&ida.ida_rt));
+	unsigned top_slot = (unsigned)((INT_MAX / IDA_CHUNK_IDS) >> (NODE_BITS * (h - 1)));
+	move_child(top(&ida.ida_rt), top_slot, top_slot + 1);
+	CHECK_EQ(ida_check(&ida), -EUCLEAN);
+	CHECK(strstr(tu_diag_last(), "chunk beyond the ID range") != NULL);
+	move_child(top(&ida.ida_rt), top_slot + 1, top_slot);
+	CHECK_EQ(ida_check(&ida), 0);
+	ida_destroy(&ida);
+}
