@@ -39,7 +39,8 @@ LDLIBS   := $(URCU_LIBS) -lpthread
 SRCS := src/tree.c src/idr.c src/preload.c src/rcu.c src/ida.c src/compat.c src/check.c src/handle.c src/sparse.c src/lock.c src/dir.c
 OBJS := $(SRCS:src/%.c=$(O)/obj/%.o)
 
-# Tests link the static library so sanitizer and valgrind runs see one image.
+# Tests link the library statically so sanitizer and valgrind runs see one
+# image.
 TEST_UTIL := tests/testutil.c
 TESTS ?= $(patsubst tests/%.c,%,$(filter-out $(TEST_UTIL),$(wildcard tests/*.c)))
 # Shell tests (tests/NAME.sh) have no binary, even when named in TESTS=.
@@ -63,7 +64,22 @@ $(O)/libidr.so: $(OBJS)
 	ln -sf libidr.so.$(VERSION) $(O)/$(SONAME)
 	ln -sf libidr.so.$(VERSION) $@
 
-$(O)/libidr.a: $(OBJS)
+# The static library is one object, linked from all of them, in which only
+# the API stays global: the internal functions (hidden in libidr.so) become
+# local, so a program that links libidr.a statically may have its own
+# report() or tree_insert().  Tests that reach into src/internal.h link the
+# objects as they are.
+OBJCOPY  ?= objcopy
+$(O)/obj/libidr.o: $(OBJS)
+	$(CC) $(SANFLAGS) -nostdlib -r -o $@.tmp $^
+	$(OBJCOPY) --localize-hidden $@.tmp $@
+	rm -f $@.tmp
+
+$(O)/libidr.a: $(O)/obj/libidr.o
+	rm -f $@
+	ar rcs $@ $^
+
+$(O)/obj/libidr-internal.a: $(OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
@@ -79,8 +95,8 @@ $(O)/idr.pc: idr.pc.in FORCE | $(O)/obj
 
 FORCE:
 
-$(O)/tests/%: tests/%.c $(TEST_UTIL) tests/testutil.h $(O)/libidr.a | $(O)/tests
-	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -Itests -o $@ $< $(TEST_UTIL) $(O)/libidr.a $(LDLIBS)
+$(O)/tests/%: tests/%.c $(TEST_UTIL) tests/testutil.h $(O)/obj/libidr-internal.a | $(O)/tests
+	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -Itests -o $@ $< $(TEST_UTIL) $(O)/obj/libidr-internal.a $(LDLIBS)
 
 # The fuzz target, replayed over fuzz/corpus and fuzz/regressions.
 FUZZ_SRCS := fuzz/fuzz_api.c tests/model.h

@@ -3,8 +3,9 @@
 # another PREFIX (and under DESTDIR) carries a pkg-config file naming that
 # PREFIX; a program built with `pkg-config --cflags --libs idr`, shared or
 # static, runs the seed workflow; every documented function has a man page
-# and is exported, and nothing else is; `make uninstall` leaves no file
-# behind.
+# and is exported, and nothing else is, by libidr.so or libidr.a (whose
+# internal names cannot clash with a program's); `make uninstall` leaves
+# no file behind.
 O=${O:-build}
 CC=${CC:-cc}
 D=$O/install-test
@@ -99,6 +100,47 @@ if [ -n "$exported" ] && [ -z "$stray" ] && [ -z "$absent" ]; then
 	ok shared_library_exports_exactly_the_api
 else
 	ko shared_library_exports_exactly_the_api "unprefixed: $stray; not exported:$absent"
+fi
+
+# The same for the static library, whose internal functions are local: a
+# program may name its own functions as libidr names its internal ones.
+archived=$(nm -g --defined-only "$P/lib/libidr.a" | awk 'NF == 3 { print $3 }')
+stray=$(printf '%s\n' "$archived" | grep -v '^id[ar]_')
+if [ -n "$archived" ] && [ -z "$stray" ]; then
+	ok static_library_defines_only_the_api
+else
+	ko static_library_defines_only_the_api "unprefixed: $stray"
+fi
+cat > "$tmp/names.c" <<'EOF'
+#include <idr.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* Names libidr uses inside, each defined here with another meaning. */
+int report(int x);
+void *mem_alloc(size_t n);
+int tree_insert(int x);
+int report(int x) { return x + 1; }
+void *mem_alloc(size_t n) { (void)n; return NULL; }
+int tree_insert(int x) { return 2 * x; }
+
+int main(void)
+{
+	static int obj;
+	DEFINE_IDR(h);
+	int id = idr_alloc(&h, &obj, 0, 0, IDR_GFP_KERNEL);
+
+	printf("%d %d %d %d\n", id, idr_find(&h, 0) == &obj, report(1), tree_insert(2));
+	idr_destroy(&h);
+	return 0;
+}
+EOF
+if $CC -std=c11 -Wall -Werror -static -o "$tmp/names" "$tmp/names.c" \
+	$(pkg-config --static --cflags --libs idr) 2>/dev/null &&
+   [ "$("$tmp/names")" = "0 1 2 4" ]; then
+	ok static_link_beside_the_same_internal_names
+else
+	ko static_link_beside_the_same_internal_names "build or run failed"
 fi
 
 mk uninstall PREFIX="$P"
