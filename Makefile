@@ -21,7 +21,7 @@ MANDIR   ?= $(PREFIX)/share/man
 PKGDIR   ?= $(LIBDIR)/pkgconfig
 DESTDIR  ?=
 
-VERSION  := 0.2.0
+VERSION  := 0.3.0
 SOMAJOR  := 0
 SONAME   := libidr.so.$(SOMAJOR)
 

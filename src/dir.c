@@ -84,7 +84,8 @@ const void *dir_leaf_word(const struct idr *idr, uint64_t k)
 
 static struct leafdir *dir_of(const struct idr *idr)
 {
-	return idr->idr_dir; /* writer side: the writer is the only one to store it */
+	/* writer side: the writer is the only one to store it */
+	return dir_from_entries(idr->idr_dir);
 }
 
 /* The directory's number for the leaf of tree index @index. */
@@ -381,7 +382,7 @@ void dir_install(struct idr *idr, struct leafdir *dir, uint64_t first)
 			dir->leaf[j] = dir_entry(cursor_word(idr, &cursor, k), k);
 		dir->named += dir_names_leaf(dir->leaf[j]);
 	}
-	__atomic_store_n(&idr->idr_dir, dir, __ATOMIC_RELEASE);
+	__atomic_store_n(&idr->idr_dir, (void *)dir->leaf, __ATOMIC_RELEASE);
 	if (old)
 		dir_retire(idr, old);
 }

@@ -270,8 +270,10 @@ __attribute__((noinline)) static void *tree_find(const struct idr *idr, uint64_t
 }
 
 /* Where a keyed directory does not answer: a span directory, else the
- * tree.  An ID below the origin wraps to an index no tree reaches. */
-__attribute__((noinline)) static void *find_slow(const struct idr *idr, uint64_t id)
+ * tree.  An ID below the origin wraps to an index no tree reaches.  A
+ * whole lookup in itself, whatever the directory's state: the inline
+ * idr_find() calls it when the directory it read did not answer. */
+__attribute__((noinline)) void *idr__find_slow(const struct idr *idr, unsigned long id)
 {
 	void **slot;
 	enum dir_answer a = dir_lookup_any(idr, id, &slot);
@@ -281,11 +283,11 @@ __attribute__((noinline)) static void *find_slow(const struct idr *idr, uint64_t
 	return tree_find(idr, id - idr_origin(idr));
 }
 
-/* Through the keyed directory when it covers @id (see dir.c), else the slow
- * way.  The keyed path is all this function does itself, so that it needs
- * no stack frame and no register copies (15 instructions): random lookups
- * are bound by how much work each carries (bench/README.md). */
-void *idr_find(const struct idr *idr, unsigned long id)
+/* The library's idr_find(), for callers built without the header's inline
+ * one (idr.h): the same fast path, with no stack frame and no register
+ * copies (15 instructions): random lookups are bound by how much work each
+ * carries (bench/README.md). */
+void *(idr_find)(const struct idr *idr, unsigned long id)
 {
 	void **slot;
 
@@ -297,7 +299,7 @@ void *idr_find(const struct idr *idr, unsigned long id)
 	case DIR_ASK_TREE:
 		break;
 	}
-	return find_slow(idr, id);
+	return idr__find_slow(idr, id);
 }
 
 void *idr_remove(struct idr *idr, unsigned long id)

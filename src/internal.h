@@ -250,7 +250,6 @@ static inline bool dir_names_leaf(uintptr_t e)
 #define DIR_MIN_CAP 16 /* 128 bytes: lookups in an idr of 1,000 IDs take half the time */
 #endif
 struct leafdir {
-	size_t keyed;            /* entries idr_find() may index by ID >> 6 */
 	uint64_t first;          /* the leaf (ID >> 6) of entry 0 */
 	size_t cap;              /* entries */
 	/* Writer only, for dir_wanted(): */
@@ -259,13 +258,28 @@ struct leafdir {
 	size_t checked_at;       /* misses when a window was last weighed */
 	size_t recheck_at;       /* tree bytes to look for one over every leaf at */
 	struct rcu_head rcu;
+	/* What idr.h's inline idr_find() reads, through idr_dir, which points
+	 * at leaf[] (the ABI: docs/guarantees.md). */
+	size_t keyed;            /* entries idr_find() may index by ID >> 6 */
 	uintptr_t leaf[];
 };
+_Static_assert(offsetof(struct leafdir, leaf) ==
+		       offsetof(struct leafdir, keyed) + sizeof(uintptr_t),
+	       "idr_find() inline reads keyed just before the entries");
+_Static_assert(DIR_NONE == 1, "idr_find() inline reads 1 as no leaf");
+
+/* The directory whose entries idr_dir points at, if any. */
+static inline struct leafdir *dir_from_entries(uintptr_t *entries)
+{
+	return entries ? (struct leafdir *)(void *)((char *)entries -
+						    offsetof(struct leafdir, leaf)) :
+			 NULL;
+}
 
 static inline const struct leafdir *dir_load(const struct idr *idr)
 {
-	return __atomic_load_n((struct leafdir *const *)&idr->idr_dir,
-			       __ATOMIC_ACQUIRE);
+	return dir_from_entries(__atomic_load_n((uintptr_t *const *)&idr->idr_dir,
+						__ATOMIC_ACQUIRE));
 }
 
 enum dir_answer { DIR_NO_LEAF, DIR_LEAF, DIR_ASK_TREE };

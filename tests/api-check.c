@@ -145,7 +145,7 @@ TEST(lookup_directory_corruption_is_caught)
 	struct idr idr;
 
 	fill(&idr, 20000);
-	struct leafdir *d = idr.idr_dir;
+	struct leafdir *d = (struct leafdir *)dir_load(&idr);
 	CHECK(d != NULL);
 	/* An entry that no longer matches its leaf, as a missed update
 	 * would leave it. */
@@ -158,7 +158,7 @@ TEST(lookup_directory_corruption_is_caught)
 	stray->cap = stray->keyed = 1;
 	stray->first = 0;
 	stray->leaf[0] = dir_entry(top(&idr), 0);
-	idr.idr_dir = stray;
+	idr.idr_dir = stray->leaf;
 	CHECK_EQ(idr_check(&idr), -EUCLEAN);
 	CHECK(strstr(tu_diag_last(), "without interior levels") != NULL);
 	idr.idr_dir = NULL;
@@ -388,7 +388,7 @@ TEST(lookup_directory_bookkeeping_corruption_is_caught)
 	struct idr idr;
 
 	fill(&idr, 20000);
-	struct leafdir *d = idr.idr_dir;
+	struct leafdir *d = (struct leafdir *)dir_load(&idr);
 	CHECK(d != NULL);
 	EXPECT_CAUGHT(&idr, &d->keyed, (size_t)1, "neither keyed nor a span");
 	EXPECT_CAUGHT(&idr, &d->named, (size_t)1, "miscounts its leaves");
