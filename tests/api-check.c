@@ -26,19 +26,21 @@ static struct idr_node *top(const struct idr *idr)
 	return root_node(root_load(idr));
 }
 
-/* Flip @bits in *@word and expect the check to fail, then flip back. */
-#define EXPECT_CAUGHT(idr, word, bits, needle)                               \
+/* Flip @bits in *@word and expect @check to fail, then flip back. */
+#define EXPECT_CAUGHT_BY(check, word, bits, needle)                          \
 	do {                                                                 \
 		int diags = tu_diag_count();                                 \
 		*(word) ^= (bits);                                           \
-		CHECK_EQ(idr_check(idr), -EUCLEAN);                          \
+		CHECK_EQ((check), -EUCLEAN);                                 \
 		CHECK_EQ(tu_diag_count(), diags + 1);                        \
 		if (!strstr(tu_diag_last(), needle))                         \
 			fprintf(stderr, "    diagnostic: %s\n", tu_diag_last()); \
 		CHECK(strstr(tu_diag_last(), needle) != NULL);               \
 		*(word) ^= (bits);                                           \
-		CHECK_EQ(idr_check(idr), 0);                                 \
+		CHECK_EQ((check), 0);                                        \
 	} while (0)
+#define EXPECT_CAUGHT(idr, word, bits, needle)                               \
+	EXPECT_CAUGHT_BY(idr_check(idr), word, bits, needle)
 
 TEST(consistent_trees_pass)
 {
@@ -128,14 +130,19 @@ TEST(ida_corruption_is_caught)
 	struct idr_node *leaf = top(&ida.ida_rt);
 	uint64_t *bitmap = leaf->slots[0];
 	/* Chunk 0 is full; a clear bit in it makes its "full" mark a lie. */
-	bitmap[3] ^= 1;
+	EXPECT_CAUGHT_BY(ida_check(&ida), &bitmap[3], (uint64_t)1, "free bit is wrong");
+	EXPECT_CAUGHT_BY(ida_check(&ida), &ida.ida_bitmaps, (size_t)1, "bitmap count");
+	EXPECT_CAUGHT_BY(ida_check(&ida), &ida.ida_rt.idr_nodes, (size_t)1, "node count");
+	/* Chunk 3 has no bitmap: a full mark would hide its IDs. */
+	EXPECT_CAUGHT_BY(ida_check(&ida), &leaf->free, (uint64_t)1 << 3,
+			 "absent bitmap marked full");
+	/* Chunk 2's bitmap, emptied: it should have been freed. */
+	uint64_t *last = leaf->slots[2], saved[IDA_CHUNK_WORDS];
+	memcpy(saved, last, sizeof(saved));
+	memset(last, 0, sizeof(saved));
 	CHECK_EQ(ida_check(&ida), -EUCLEAN);
-	CHECK(strstr(tu_diag_last(), "free bit is wrong") != NULL);
-	bitmap[3] ^= 1;
-	ida.ida_bitmaps++;
-	CHECK_EQ(ida_check(&ida), -EUCLEAN);
-	CHECK(strstr(tu_diag_last(), "bitmap count") != NULL);
-	ida.ida_bitmaps--;
+	CHECK(strstr(tu_diag_last(), "empty bitmap kept") != NULL);
+	memcpy(last, saved, sizeof(saved));
 	CHECK_EQ(ida_check(&ida), 0);
 	ida_destroy(&ida);
 }
@@ -151,6 +158,10 @@ TEST(lookup_directory_corruption_is_caught)
 	 * would leave it. */
 	uintptr_t *entry = &d->leaf[100];
 	EXPECT_CAUGHT(&idr, entry, (uintptr_t)16, "lookup directory disagrees");
+	/* Its bookkeeping: the bound the lookup trusts, and the count the
+	 * writer weighs the directory by. */
+	EXPECT_CAUGHT(&idr, &d->keyed, (size_t)1, "neither keyed nor a span");
+	EXPECT_CAUGHT(&idr, &d->named, (size_t)1, "miscounts its leaves");
 	/* A directory left behind on a tree without interior levels. */
 	idr_destroy(&idr);
 	fill(&idr, 10);
@@ -310,33 +321,26 @@ static void move_child(struct idr_node *root, unsigned from, unsigned to)
  * stand for IDs beyond it, which nothing could have allocated. */
 TEST(ids_beyond_the_range_are_caught)
 {
-	struct idr idr;
 	unsigned top_slot = UINT32_MAX >> 30; /* the root spans 2^30 a slot */
+	/* In a singleton word, and in a full leaf (an ID at offset 0 starts
+	 * one). */
+	const uint32_t ids[] = { UINT32_MAX, UINT32_MAX - 63 };
 
-	/* A singleton word. */
-	idr_init(&idr);
-	CHECK_EQ(idr_alloc(&idr, &obj, 0, 0, IDR_GFP_KERNEL), 0);
-	uint32_t id = UINT32_MAX;
-	CHECK_EQ(idr_alloc_u32(&idr, &obj, &id, UINT32_MAX, IDR_GFP_KERNEL), 0);
-	CHECK_EQ(root_height(root_load(&idr)), MAX_HEIGHT);
-	move_child(top(&idr), top_slot, top_slot + 1);
-	CHECK_EQ(idr_check(&idr), -EUCLEAN);
-	CHECK(strstr(tu_diag_last(), "ID beyond the ID range") != NULL);
-	move_child(top(&idr), top_slot + 1, top_slot);
-	CHECK_EQ(idr_check(&idr), 0);
-	idr_destroy(&idr);
+	for (int i = 0; i < 2; i++) {
+		struct idr idr;
+		uint32_t id = ids[i];
 
-	/* A full leaf (an ID at offset 0 starts one). */
-	idr_init(&idr);
-	CHECK_EQ(idr_alloc(&idr, &obj, 0, 0, IDR_GFP_KERNEL), 0);
-	id = UINT32_MAX - 63;
-	CHECK_EQ(idr_alloc_u32(&idr, &obj, &id, UINT32_MAX, IDR_GFP_KERNEL), 0);
-	move_child(top(&idr), top_slot, top_slot + 1);
-	CHECK_EQ(idr_check(&idr), -EUCLEAN);
-	CHECK(strstr(tu_diag_last(), "ID beyond the ID range") != NULL);
-	move_child(top(&idr), top_slot + 1, top_slot);
-	CHECK_EQ(idr_check(&idr), 0);
-	idr_destroy(&idr);
+		idr_init(&idr);
+		CHECK_EQ(idr_alloc(&idr, &obj, 0, 0, IDR_GFP_KERNEL), 0);
+		CHECK_EQ(idr_alloc_u32(&idr, &obj, &id, UINT32_MAX, IDR_GFP_KERNEL), 0);
+		CHECK_EQ(root_height(root_load(&idr)), MAX_HEIGHT);
+		move_child(top(&idr), top_slot, top_slot + 1);
+		CHECK_EQ(idr_check(&idr), -EUCLEAN);
+		CHECK(strstr(tu_diag_last(), "ID beyond the ID range") != NULL);
+		move_child(top(&idr), top_slot + 1, top_slot);
+		CHECK_EQ(idr_check(&idr), 0);
+		idr_destroy(&idr);
+	}
 }
 
 TEST(tree_shape_corruption_is_caught)
@@ -381,48 +385,6 @@ TEST(old_api_reserve_corruption_is_caught)
 	CHECK_EQ(idr_check(&idr), 0);
 	EXPECT_CAUGHT(&idr, &idr.idr_reserve_count, 1u, "reserve count");
 	idr_destroy(&idr);
-}
-
-TEST(lookup_directory_bookkeeping_corruption_is_caught)
-{
-	struct idr idr;
-
-	fill(&idr, 20000);
-	struct leafdir *d = (struct leafdir *)dir_load(&idr);
-	CHECK(d != NULL);
-	EXPECT_CAUGHT(&idr, &d->keyed, (size_t)1, "neither keyed nor a span");
-	EXPECT_CAUGHT(&idr, &d->named, (size_t)1, "miscounts its leaves");
-	idr_destroy(&idr);
-}
-
-TEST(ida_bitmap_corruption_is_caught)
-{
-	struct ida ida;
-
-	ida_init(&ida);
-	for (int i = 0; i < 3000; i++)
-		CHECK_EQ(ida_alloc(&ida, IDR_GFP_KERNEL), i);
-	struct idr_node *leaf = top(&ida.ida_rt);
-	/* Chunk 3 has no bitmap: a full mark would hide its IDs. */
-	leaf->free ^= (uint64_t)1 << 3;
-	CHECK_EQ(ida_check(&ida), -EUCLEAN);
-	CHECK(strstr(tu_diag_last(), "absent bitmap marked full") != NULL);
-	leaf->free ^= (uint64_t)1 << 3;
-	CHECK_EQ(ida_check(&ida), 0);
-	/* Chunk 2's bitmap, emptied: it should have been freed. */
-	uint64_t *bitmap = leaf->slots[2], saved[IDA_CHUNK_WORDS];
-	memcpy(saved, bitmap, sizeof(saved));
-	memset(bitmap, 0, sizeof(saved));
-	CHECK_EQ(ida_check(&ida), -EUCLEAN);
-	CHECK(strstr(tu_diag_last(), "empty bitmap kept") != NULL);
-	memcpy(bitmap, saved, sizeof(saved));
-	CHECK_EQ(ida_check(&ida), 0);
-	ida.ida_rt.idr_nodes++;
-	CHECK_EQ(ida_check(&ida), -EUCLEAN);
-	CHECK(strstr(tu_diag_last(), "node count") != NULL);
-	ida.ida_rt.idr_nodes--;
-	CHECK_EQ(ida_check(&ida), 0);
-	ida_destroy(&ida);
 }
 
 TEST(an_ida_chunk_beyond_the_range_is_caught)
