@@ -247,28 +247,26 @@ int idr_alloc_u32(struct idr *idr, void *ptr, uint32_t *nextid, uint32_t max,
  *          blocks.
  * Return: the pointer; NULL if @id is not allocated (any value of @id,
  *         including ones above UINT32_MAX), or is reserved with NULL.
- */
-void *idr_find(const struct idr *idr, unsigned long id);
-
-/*
- * idr_find()'s common case, inline: on some hosts a call costs a lookup a
- * third of its time or more (docs/guarantees.md, "ABI").  On a dense idr it
- * reads the lookup directory, which is part of the ABI for this reason
- * (docs/guarantees.md): a non-NULL idr_dir points at an array of words, the
- * word before it holding how many of them may be indexed by ID >> 6.  An
- * even word is the address of ID 0's slot as if the leaf held it, so ID
- * id's slot is at word + 8 * id; the word 1 means no ID of that leaf is
- * allocated; any other odd word, or no word, sends the lookup to the
- * library, through idr__find_slow(), a symbol libraries older than 0.3.0
- * lack: a program built with this header does not run on them, whose
- * directories had another layout.  Taking idr_find's address, or defining
- * IDR_NO_INLINE_FIND, gets the library's function, which returns the same.
+ *
+ * With gcc or clang, idr_find() is the static inline function below, whose
+ * common case costs no call: on some hosts a call costs a lookup a third of
+ * its time or more (docs/guarantees.md, "ABI").  On a dense idr it reads
+ * the lookup directory, which is part of the ABI for this reason: a
+ * non-NULL idr_dir points at an array of words, the word before it holding
+ * how many of them may be indexed by ID >> 6.  An even word is the address
+ * of ID 0's slot as if the leaf held it, so ID id's slot is at word + 8 *
+ * id; the word 1 means no ID of that leaf is allocated; any other odd
+ * word, or no word, sends the lookup to the library, through
+ * idr__find_slow(), a symbol libraries older than 0.3.0 lack: a program
+ * built with this header does not run on them, whose directories had
+ * another layout.  Defining IDR_NO_INLINE_FIND before including idr.h
+ * declares the library's idr_find() instead, which returns the same.
  */
 /* Not for direct use: a whole lookup, for when the directory has no answer. */
 void *idr__find_slow(const struct idr *idr, unsigned long id);
 
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(IDR_NO_INLINE_FIND)
-static inline void *idr__find_inline(const struct idr *idr, unsigned long id)
+static inline void *idr_find(const struct idr *idr, unsigned long id)
 {
 	const uintptr_t *dir = (const uintptr_t *)__atomic_load_n(&idr->idr_dir,
 								   __ATOMIC_ACQUIRE);
@@ -284,7 +282,8 @@ static inline void *idr__find_inline(const struct idr *idr, unsigned long id)
 	}
 	return idr__find_slow(idr, id);
 }
-#define idr_find(idr, id) idr__find_inline((idr), (id))
+#else
+void *idr_find(const struct idr *idr, unsigned long id);
 #endif
 
 /**

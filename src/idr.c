@@ -287,7 +287,7 @@ __attribute__((noinline)) void *idr__find_slow(const struct idr *idr, unsigned l
  * one (idr.h): the same fast path, with no stack frame and no register
  * copies (15 instructions): random lookups are bound by how much work each
  * carries (bench/README.md). */
-void *(idr_find)(const struct idr *idr, unsigned long id)
+void *idr_find(const struct idr *idr, unsigned long id)
 {
 	void **slot;
 

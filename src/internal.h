@@ -8,6 +8,9 @@
 #include <urcu-bp.h>
 #include <urcu/call-rcu.h>
 
+/* The library defines the idr_find() that callers built without idr.h's
+ * inline one call (idr.c). */
+#define IDR_NO_INLINE_FIND
 #include "idr.h"
 
 #define IDR_HIDDEN __attribute__((visibility("hidden")))

@@ -38,10 +38,10 @@ static void check_contents(const struct idr *idr, const struct model *m)
 		k++;
 	}
 	CHECK_EQ(model_live_from(m, k), m->n);
-	/* idr_find() inline, and the library's function it falls back on. */
+	/* idr_find() inline, and the library's function (IDR_NO_INLINE_FIND). */
 	for (size_t i = 0; i < m->n; i++) {
 		CHECK(idr_find(idr, m->e[i].id) == m->e[i].ptr);
-		CHECK((idr_find)(idr, m->e[i].id) == m->e[i].ptr);
+		CHECK(tu_library_find(idr, m->e[i].id) == m->e[i].ptr);
 	}
 	CHECK_EQ(idr_is_empty(idr), m->n == 0);
 	CHECK_EQ(idr_memory_usage(idr) == 0, m->n == 0);
@@ -136,7 +136,7 @@ static void run_model(int base, long ops, uint64_t seed, long check_every)
 				      m.e[tu_rand(&rng) % m.n].id : pick_start(&rng);
 			struct model_entry *e = model_get(&m, id);
 			CHECK(idr_find(&idr, id) == (e ? e->ptr : NULL));
-			CHECK((idr_find)(&idr, id) == (e ? e->ptr : NULL));
+			CHECK(tu_library_find(&idr, id) == (e ? e->ptr : NULL));
 		} else if (r < 98) {
 			/* idr_get_next_ul(), the same way, over every ID. */
 			unsigned long id = tu_rand(&rng) % 2 ? resume_ul :
