@@ -457,6 +457,13 @@ TEST(forks_amid_another_threads_retires_leave_the_child_working)
 	 * free the churning thread's preload stash (idr_lock(3)). */
 	if (tu_valgrind())
 		return;
+	/* gcc 12's AddressSanitizer does not hold its allocator's locks
+	 * across fork(), unlike glibc's malloc: a child forked while the churning
+	 * thread is inside malloc() hangs in its own first malloc() (seen in
+	 * one fork of 200 in some runs: a stack in asan's SizeClassAllocator64
+	 * mutex).  The plain, clang and fork-window runs cover forking. */
+	if (tu_asan())
+		return;
 	churn_stop = 0;
 	CHECK_EQ(pthread_create(&churner, NULL, churn_retires, NULL), 0);
 	for (long k = 0; k < forks; k++) {
@@ -467,8 +474,13 @@ TEST(forks_amid_another_threads_retires_leave_the_child_working)
 			_exit(child_of_a_busy_parent());
 		idr_fork_parent();
 		if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-		    WEXITSTATUS(status) != 0)
+		    WEXITSTATUS(status) != 0) {
+			fprintf(stderr, "    fork %ld: child %s %d\n", k,
+				pid > 0 && WIFSIGNALED(status) ? "killed by signal" : "exited",
+				pid > 0 && WIFSIGNALED(status) ? WTERMSIG(status) :
+				pid > 0 ? WEXITSTATUS(status) : -1);
 			bad++;
+		}
 	}
 	__atomic_store_n(&churn_stop, 1, __ATOMIC_RELAXED);
 	CHECK_EQ(pthread_join(churner, NULL), 0);

@@ -52,6 +52,18 @@ bool tu_valgrind(void)
 	return env_on("IDR_TEST_VALGRIND");
 }
 
+bool tu_asan(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	return true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+	return true;
+#endif
+#endif
+	return false;
+}
+
 long tu_scale(long n)
 {
 	return env_on("IDR_TEST_QUICK") ? (n / 50 > 1 ? n / 50 : 1) : n;

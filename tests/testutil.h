@@ -54,6 +54,8 @@ long tu_scale(long n);
 bool tu_tsan(void);
 /* Under valgrind (IDR_TEST_VALGRIND=1, set by tests/run-all.sh). */
 bool tu_valgrind(void);
+/* Built with AddressSanitizer (known at compile time). */
+bool tu_asan(void);
 
 /* A non-NULL pointer value naming the thread @tag that stored it under @id,
  * so a test can tell whose entry it reads; tu_tag_id() recovers the ID. */
