@@ -88,6 +88,15 @@ done
 if [ -z "$missing" ]; then ok every_documented_function_has_a_man_page
 else ko every_documented_function_has_a_man_page "no page for:$missing"; fi
 
+# Each page's header names the release the pkg-config file does.
+version=$(pkg-config --modversion idr)
+stale=""
+for m in man/*.3; do
+	head -n 1 "$m" | grep -q "\"libidr $version\"" || stale="$stale $m"
+done
+if [ -n "$version" ] && [ -z "$stale" ]; then ok man_pages_name_the_release
+else ko man_pages_name_the_release "not libidr $version:$stale"; fi
+
 # The shared library's exported names are the API: each carries the idr_
 # or ida_ prefix, and each function the header documents is among them.
 exported=$(nm -D --defined-only "$P/lib/libidr.so.0" | awk '{ print $3 }')
