@@ -611,8 +611,10 @@ void idr_call_rcu(struct idr_rcu_head *head,
  * was queueing at that instant, are never freed there.
  * Context: the thread that forks, outside any RCU read-side section and
  *          holding no idr lock; idr_fork_prepare() may block until
- *          liburcu's workers pause and libidr's queue is free.  None
- *          allocates.
+ *          liburcu's workers pause and libidr's queue is free.  A worker
+ *          pauses only after the grace period it is in, which waits for
+ *          the sections open in every thread: no thread may hold one open
+ *          until the fork is over.  None allocates.
  */
 void idr_fork_prepare(void);
 void idr_fork_parent(void);
