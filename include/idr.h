@@ -265,8 +265,9 @@ int idr_alloc_u32(struct idr *idr, void *ptr, uint32_t *nextid, uint32_t max,
 /* Not for direct use: a whole lookup, for when the directory has no answer. */
 void *idr__find_slow(const struct idr *idr, unsigned long id);
 
-#if (defined(__GNUC__) || defined(__clang__)) && !defined(IDR_NO_INLINE_FIND)
-static inline void *idr_find(const struct idr *idr, unsigned long id)
+#if defined(__GNUC__) || defined(__clang__)
+/* idr_find()'s fast path, which the library's idr_find() runs too. */
+static inline void *idr__find_fast(const struct idr *idr, unsigned long id)
 {
 	const uintptr_t *dir = (const uintptr_t *)__atomic_load_n(&idr->idr_dir,
 								   __ATOMIC_ACQUIRE);
@@ -281,6 +282,13 @@ static inline void *idr_find(const struct idr *idr, unsigned long id)
 			return NULL;
 	}
 	return idr__find_slow(idr, id);
+}
+#endif
+
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(IDR_NO_INLINE_FIND)
+static inline void *idr_find(const struct idr *idr, unsigned long id)
+{
+	return idr__find_fast(idr, id);
 }
 #else
 void *idr_find(const struct idr *idr, unsigned long id);

@@ -284,22 +284,12 @@ __attribute__((noinline)) void *idr__find_slow(const struct idr *idr, unsigned l
 }
 
 /* The library's idr_find(), for callers built without the header's inline
- * one (idr.h): the same fast path, with no stack frame and no register
- * copies (15 instructions): random lookups are bound by how much work each
- * carries (bench/README.md). */
+ * one: the same fast path (idr.h), with no stack frame and no register
+ * copies: random lookups are bound by how much work each carries
+ * (bench/README.md). */
 void *idr_find(const struct idr *idr, unsigned long id)
 {
-	void **slot;
-
-	switch (dir_lookup(idr, id, &slot)) {
-	case DIR_LEAF:
-		return slot_load(slot);
-	case DIR_NO_LEAF:
-		return NULL;
-	case DIR_ASK_TREE:
-		break;
-	}
-	return idr__find_slow(idr, id);
+	return idr__find_fast(idr, id);
 }
 
 void *idr_remove(struct idr *idr, unsigned long id)

@@ -298,7 +298,7 @@ static inline enum dir_answer dir_answer(const struct leafdir *d, uint64_t j,
 					 uint64_t id, void ***slot)
 {
 	/* d->leaf + j, not &d->leaf[j]: gcc 12 folds only this form's
-	 * offset into the load (one instruction fewer per idr_find). */
+	 * offset into the load (one instruction fewer per lookup). */
 	uintptr_t e = __atomic_load_n(d->leaf + j, __ATOMIC_ACQUIRE);
 
 	if (__builtin_expect(dir_names_leaf(e), 1)) {
@@ -306,21 +306,6 @@ static inline enum dir_answer dir_answer(const struct leafdir *d, uint64_t j,
 		return DIR_LEAF;
 	}
 	return e == DIR_NONE ? DIR_NO_LEAF : DIR_ASK_TREE;
-}
-
-/* What a keyed directory says about the leaf of ID @id (reader-safe): a
- * full leaf, and @id's slot in it (in *@slot); none; or nothing it can
- * tell.  idr_find()'s fast path: a span directory always answers
- * DIR_ASK_TREE here. */
-static inline enum dir_answer dir_lookup(const struct idr *idr, uint64_t id,
-					 void ***slot)
-{
-	const struct leafdir *d = dir_load(idr);
-	uint64_t k = id >> NODE_BITS;
-
-	if (__builtin_expect(!d || k >= d->keyed, 0))
-		return DIR_ASK_TREE;
-	return dir_answer(d, k, id, slot);
 }
 
 /* What either kind of directory says about the leaf of ID @id: entry
