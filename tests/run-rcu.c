@@ -487,7 +487,7 @@ TEST(forks_amid_another_threads_retires_leave_the_child_working)
 	churn_stop = 0;
 	CHECK_EQ(pthread_create(&churner, NULL, churn_retires, NULL), 0);
 	for (long k = 0; k < forks; k++) {
-		int status;
+		int status = 0; /* read below even when waitpid() fails */
 		idr_fork_prepare();
 		pid_t pid = fork();
 		if (pid == 0)
