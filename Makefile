@@ -46,7 +46,7 @@ TESTS ?= $(patsubst tests/%.c,%,$(filter-out $(TEST_UTIL),$(wildcard tests/*.c))
 # Shell tests (tests/NAME.sh) have no binary, even when named in TESTS=.
 TEST_BINS := $(patsubst %,$(O)/tests/%,$(filter-out $(patsubst tests/%.sh,%,$(wildcard tests/*.sh)),$(TESTS)))
 # A TESTS= given on the command line overrides this too.
-TESTS += compile-deprecated compile-cxx debug-build fork-window install fuzz-replay
+TESTS += compile-deprecated compile-cxx debug-build hooks install fuzz-replay
 TEST_BINS += $(O)/tests/fuzz-replay
 
 .PHONY: all deps check demo bench bench-limits fuzz lint install uninstall clean FORCE

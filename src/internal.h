@@ -15,12 +15,14 @@
 
 #define IDR_HIDDEN __attribute__((visibility("hidden")))
 
-/* Builds with -DIDR_TEST_HOOKS (tests/fork-window.sh only) call
- * idr_test_window_hook, when set, inside the window that idr_fork_prepare()
- * must not fork in: a batch of frees taken and not yet queued (src/rcu.c).
- * Other builds have no hook. */
+/* Builds with -DIDR_TEST_HOOKS (tests/hooks.sh only) have two hooks; other
+ * builds have none.  idr_test_window_hook, when set, is called inside the
+ * window that idr_fork_prepare() must not fork in: a batch of frees taken
+ * and not yet queued (src/rcu.c).  idr_test_membarrier_hook, when set,
+ * answers src/lock.c's membarrier() calls in the system call's place. */
 #ifdef IDR_TEST_HOOKS
 extern void (*idr_test_window_hook)(void);
+extern long (*idr_test_membarrier_hook)(int cmd);
 #define TEST_WINDOW()                                                       \
 	do {                                                                \
 		if (idr_test_window_hook)                                   \

@@ -481,7 +481,7 @@ TEST(forks_amid_another_threads_retires_leave_the_child_working)
 	 * across fork(), unlike glibc's malloc: a child forked while the churning
 	 * thread is inside malloc() hangs in its own first malloc() (seen in
 	 * one fork of 200 in some runs: a stack in asan's SizeClassAllocator64
-	 * mutex).  The plain, clang and fork-window runs cover forking. */
+	 * mutex).  The plain, clang and hooks runs cover forking. */
 	if (tu_asan())
 		return;
 	churn_stop = 0;

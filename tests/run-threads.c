@@ -412,9 +412,8 @@ static int fork_and_revoke(struct idr *idr, enum refusal how)
 	return status;
 }
 
-/* The bias is revoked in a forked child too.  (Linux carries the
- * membarrier() registration over to the child; lock.c registers again if
- * a kernel does not.) */
+/* The bias is revoked in a forked child too: Linux carries the
+ * membarrier() registration over to the child. */
 TEST(idr_lock_revokes_in_a_forked_child)
 {
 	DEFINE_IDR(idr);
