@@ -5,6 +5,7 @@
 #   make bench           build and run the benchmark (bench/README.md)
 #   make fuzz            libFuzzer for FUZZ_SECONDS=60 (fuzz/README.md)
 #   make lint            cppcheck and clang-tidy
+#   make coverage        the test programs' line coverage of src/ (gcov)
 #   make install         PREFIX=/usr/local DESTDIR=
 #   make clean
 #   make deps            install the Debian packages the build needs
@@ -42,14 +43,15 @@ OBJS := $(SRCS:src/%.c=$(O)/obj/%.o)
 # Tests link the library statically so sanitizer and valgrind runs see one
 # image.
 TEST_UTIL := tests/testutil.c
-TESTS ?= $(patsubst tests/%.c,%,$(filter-out $(TEST_UTIL),$(wildcard tests/*.c)))
+PROGRAM_TESTS := $(patsubst tests/%.c,%,$(filter-out $(TEST_UTIL),$(wildcard tests/*.c)))
+TESTS ?= $(PROGRAM_TESTS)
 # Shell tests (tests/NAME.sh) have no binary, even when named in TESTS=.
 TEST_BINS := $(patsubst %,$(O)/tests/%,$(filter-out $(patsubst tests/%.sh,%,$(wildcard tests/*.sh)),$(TESTS)))
 # A TESTS= given on the command line overrides this too.
 TESTS += compile-deprecated compile-cxx debug-build hooks install fuzz-replay
 TEST_BINS += $(O)/tests/fuzz-replay
 
-.PHONY: all deps check demo bench bench-limits fuzz lint install uninstall clean FORCE
+.PHONY: all deps check coverage demo bench bench-limits fuzz lint install uninstall clean FORCE
 
 all: $(O)/libidr.so $(O)/libidr.a $(O)/idr.pc
 
@@ -135,6 +137,18 @@ deps:
 
 check: $(TEST_BINS)
 	@O=$(O) VALGRIND=$(VALGRIND) sh tests/run-all.sh $(TESTS)
+
+# Which lines of src/ the test programs run (gcov), built -O0 in $(COV_O).
+# The counters are updated atomically: the tests are threaded, and racy
+# counts made gcov report lines that had run as never run.  A forked child
+# that leaves with _exit() (idr_fork_child()'s caller, say) writes no
+# counts, so what only such children run shows as never run.
+COV_O ?= build/cov
+coverage:
+	rm -rf $(COV_O)
+	$(MAKE) O=$(COV_O) OPT="-O0 -g" CFLAGS="--coverage -fprofile-update=atomic" \
+	  TESTS="$(PROGRAM_TESTS)" check
+	@sh scripts/coverage.sh $(COV_O)
 
 # Examples and benchmarks: one program per source, linked statically.
 LINK_PROG = $(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $< $(O)/libidr.a $(LDLIBS)
