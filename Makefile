@@ -140,13 +140,13 @@ check: $(TEST_BINS)
 
 # Which lines of src/ the test programs run (gcov), built -O0 in $(COV_O).
 # The counters are updated atomically: the tests are threaded, and racy
-# counts made gcov report lines that had run as never run.  A forked child
-# that leaves with _exit() (idr_fork_child()'s caller, say) writes no
-# counts, so what only such children run shows as never run.
+# counts made gcov report lines that had run as never run.  The tests'
+# forked children write theirs before they _exit() (tu_child_exit()); one
+# that dies of a signal (an abort() tested) writes none.
 COV_O ?= build/cov
 coverage:
 	rm -rf $(COV_O)
-	$(MAKE) O=$(COV_O) OPT="-O0 -g" CFLAGS="--coverage -fprofile-update=atomic" \
+	$(MAKE) O=$(COV_O) OPT="-O0 -g" CFLAGS="--coverage -fprofile-update=atomic -DTU_COVERAGE" \
 	  TESTS="$(PROGRAM_TESTS)" check
 	@sh scripts/coverage.sh $(COV_O)
 

@@ -382,7 +382,7 @@ TEST(a_forked_child_frees_what_was_queued_and_what_it_retires)
 	idr_fork_prepare();
 	pid_t pid = fork();
 	if (pid == 0)
-		_exit(child_after_fork(&idr, live));
+		tu_child_exit(child_after_fork(&idr, live));
 	idr_fork_parent();
 	pid_t waited = pid > 0 ? waitpid(pid, &status, 0) : -1;
 	__atomic_store_n(&held_release, 1, __ATOMIC_SEQ_CST);
@@ -491,7 +491,7 @@ TEST(forks_amid_another_threads_retires_leave_the_child_working)
 		idr_fork_prepare();
 		pid_t pid = fork();
 		if (pid == 0)
-			_exit(child_of_a_busy_parent());
+			tu_child_exit(child_of_a_busy_parent());
 		idr_fork_parent();
 		if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
 		    WEXITSTATUS(status) != 0) {

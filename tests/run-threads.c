@@ -406,7 +406,7 @@ static int fork_and_revoke(struct idr *idr, enum refusal how)
 	idr_unlock(idr);
 	pid_t pid = fork();
 	if (pid == 0)
-		_exit(revoke_in_child(idr, how));
+		tu_child_exit(revoke_in_child(idr, how));
 	if (pid < 0 || waitpid(pid, &status, 0) != pid)
 		return -1;
 	return status;

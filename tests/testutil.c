@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct test {
 	const char *name;
@@ -297,4 +298,16 @@ int tu_seed_alloc_handle(struct idr *idr, void *ptr, int start,
 	*made = tu_calls() - before;
 	idr_preload_end();
 	return id;
+}
+
+#ifdef TU_COVERAGE /* make coverage: libgcov is linked in */
+void __gcov_dump(void);
+#endif
+
+_Noreturn void tu_child_exit(int status)
+{
+#ifdef TU_COVERAGE
+	__gcov_dump();
+#endif
+	_exit(status);
 }

@@ -57,6 +57,10 @@ bool tu_valgrind(void);
 /* Built with AddressSanitizer (known at compile time). */
 bool tu_asan(void);
 
+/* _exit(@status) from a forked child; under make coverage (TU_COVERAGE),
+ * first writing the child's counts, which _exit() skips. */
+_Noreturn void tu_child_exit(int status);
+
 /* A non-NULL pointer value naming the thread @tag that stored it under @id,
  * so a test can tell whose entry it reads; tu_tag_id() recovers the ID. */
 void *tu_tag_ptr(unsigned tag, unsigned long id);
