@@ -340,7 +340,6 @@ struct leaf_ref {
 struct node_pool {
 	struct idr_node *node[IDR_PRELOAD_NODES];
 	unsigned count;
-	unsigned from_stash;
 	enum node_kind kind;
 	struct cleaf *cleaf;     /* one compact leaf, if the insertion needs it */
 };

@@ -283,9 +283,8 @@ void idr_preload_drain(void)
 /* ---------------------------------------------------------------------- */
 
 /* Take from @sh, else from the allocator. */
-static void *shelf_or_alloc(struct shelf *sh, unsigned kind, bool *from_shelf)
+static void *shelf_or_alloc(struct shelf *sh, unsigned kind)
 {
-	*from_shelf = sh->count != 0;
 	if (!sh->count)
 		return mem_alloc(kind_bytes(kind));
 	stash.ready = 0;
@@ -300,18 +299,18 @@ static void give_back(struct shelf *sh, unsigned kind, void *n, bool from_stash)
 		mem_free(n, kind_bytes(kind));
 }
 
-/* Give back the full nodes a pool_fill() that failed had gathered: stash
- * nodes to the stash, the rest to the allocator, so a failed call leaves
- * memory exactly as it found it.  (The compact leaf is gathered last, so a
- * failed fill never holds one.) */
-static void pool_return(struct node_pool *pool)
+/* Give back the full nodes a pool_fill() that failed had gathered, the
+ * first @from_stash of which came from the stash: those to the stash, the
+ * rest to the allocator, so a failed call leaves memory exactly as it
+ * found it.  (The compact leaf is gathered last, so a failed fill never
+ * holds one.) */
+static void pool_return(struct node_pool *pool, unsigned from_stash)
 {
 	struct shelf *sh = &stash.shelf[pool->kind];
 
 	for (unsigned i = 0; i < pool->count; i++)
-		give_back(sh, pool->kind, pool->node[i], i < pool->from_stash);
+		give_back(sh, pool->kind, pool->node[i], i < from_stash);
 	pool->count = 0;
-	pool->from_stash = 0;
 }
 
 /* Gather what one insertion needs: @need.full nodes of @kind and maybe a
@@ -321,27 +320,24 @@ int pool_fill(struct node_pool *pool, enum node_kind kind, struct insert_need ne
 {
 	struct shelf *sh = &stash.shelf[kind];
 
+	/* The stash's nodes are taken first: the first `shelved` are its. */
+	unsigned shelved = sh->count;
+
 	pool->kind = kind;
 	pool->count = 0;
-	pool->from_stash = 0;
 	pool->cleaf = NULL;
-	/* Stash nodes come first, so the first from_stash are the stash's. */
 	while (pool->count < need.full) {
-		bool from_shelf;
-		struct idr_node *n = shelf_or_alloc(sh, kind, &from_shelf);
+		struct idr_node *n = shelf_or_alloc(sh, kind);
 		if (!n) {
-			pool_return(pool);
+			pool_return(pool, shelved);
 			return -ENOMEM;
 		}
-		pool->from_stash += from_shelf;
 		pool->node[pool->count++] = n;
 	}
 	if (need.compact) {
-		bool from_shelf;
-		pool->cleaf = shelf_or_alloc(&stash.shelf[KIND_COMPACT], KIND_COMPACT,
-					     &from_shelf);
+		pool->cleaf = shelf_or_alloc(&stash.shelf[KIND_COMPACT], KIND_COMPACT);
 		if (!pool->cleaf) {
-			pool_return(pool);
+			pool_return(pool, shelved);
 			return -ENOMEM;
 		}
 	}
