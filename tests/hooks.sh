@@ -17,8 +17,11 @@ names=
 unbuilt=0
 for src in tests/hooks/*.c; do
 	name=$(basename "$src" .c)
+	# A program on the tests' harness (a TEST() per test) links it.
+	harness=
+	grep -q '"testutil.h"' "$src" && harness="-Itests tests/testutil.c"
 	if $CC -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Iinclude -o "$D/tests/$name" \
-		"$src" "$D/libidr.a" $LIBS -lpthread; then
+		"$src" $harness "$D/libidr.a" $LIBS -lpthread; then
 		names="$names $name"
 	else
 		echo "FAIL $name: does not build"

@@ -292,51 +292,16 @@ TEST(idr_lock_excludes_and_loses_no_update)
 	}
 }
 
-struct sleeper {
-	struct idr *idr;
-	int got; /* set once the sleeper holds the lock */
-};
-
-static void *take_once(void *arg)
-{
-	struct sleeper *s = arg;
-
-	idr_lock(s->idr);
-	__atomic_store_n(&s->got, 1, __ATOMIC_RELEASE);
-	idr_unlock(s->idr);
-	return NULL;
-}
-
-/* Hold @idr's lock while another thread tries to take it; the other must
- * wait (long past any spinning) and get it once we let go. */
-static void hold_against_waiter(struct idr *idr, int *watch, int asleep)
-{
-	struct sleeper s = { idr, 0 };
-	pthread_t t;
-
-	idr_lock(idr);
-	CHECK_EQ(pthread_create(&t, NULL, take_once, &s), 0);
-	struct timespec pause = { 0, 50 * 1000 * 1000 };
-	nanosleep(&pause, NULL);
-	CHECK_EQ(__atomic_load_n(&s.got, __ATOMIC_ACQUIRE), 0);
-	CHECK_EQ(__atomic_load_n(watch, __ATOMIC_RELAXED), asleep);
-	idr_unlock(idr);
-	pthread_join(t, NULL);
-	CHECK_EQ(s.got, 1);
-	CHECK_EQ(idr->idr_lock_word, 0);
-	CHECK_EQ(idr->idr_lock_busy, 0);
-}
-
 TEST(idr_lock_waiter_sleeps_until_unlock)
 {
 	DEFINE_IDR(idr);
 
 	/* We are the owner: the waiter revokes the bias, then sleeps until
 	 * we leave it (on busy, which reads 1 while we are inside). */
-	hold_against_waiter(&idr, &idr.idr_lock_busy, 1);
+	tu_hold_against_waiter(&idr, &idr.idr_lock_busy, 1);
 	CHECK_EQ(idr.idr_lock_revoke, 1);
 	/* Revoked: now we hold the futex word and the waiter sleeps on it. */
-	hold_against_waiter(&idr, &idr.idr_lock_word, 2);
+	tu_hold_against_waiter(&idr, &idr.idr_lock_word, 2);
 }
 
 static void *lock_and_leave(void *arg)

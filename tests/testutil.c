@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 struct test {
@@ -310,4 +311,37 @@ _Noreturn void tu_child_exit(int status)
 	__gcov_dump();
 #endif
 	_exit(status);
+}
+
+struct sleeper {
+	struct idr *idr;
+	int got; /* set once the sleeper holds the lock */
+};
+
+static void *take_once(void *arg)
+{
+	struct sleeper *s = arg;
+
+	idr_lock(s->idr);
+	__atomic_store_n(&s->got, 1, __ATOMIC_RELEASE);
+	idr_unlock(s->idr);
+	return NULL;
+}
+
+void tu_hold_against_waiter(struct idr *idr, int *watch, int asleep)
+{
+	struct sleeper s = { idr, 0 };
+	pthread_t t;
+
+	idr_lock(idr);
+	CHECK_EQ(pthread_create(&t, NULL, take_once, &s), 0);
+	struct timespec pause = { 0, 50 * 1000 * 1000 };
+	nanosleep(&pause, NULL);
+	CHECK_EQ(__atomic_load_n(&s.got, __ATOMIC_ACQUIRE), 0);
+	CHECK_EQ(__atomic_load_n(watch, __ATOMIC_RELAXED), asleep);
+	idr_unlock(idr);
+	pthread_join(t, NULL);
+	CHECK_EQ(s.got, 1);
+	CHECK_EQ(idr->idr_lock_word, 0);
+	CHECK_EQ(idr->idr_lock_busy, 0);
 }

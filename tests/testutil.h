@@ -61,6 +61,12 @@ bool tu_asan(void);
  * first writing the child's counts, which _exit() skips. */
 _Noreturn void tu_child_exit(int status);
 
+/* Hold @idr's lock (taking it first, and so its bias if that is still to
+ * be had) while another thread tries to take it: the other must wait, long
+ * past any spinning, with *@watch reading @asleep (the idr_lock_busy or
+ * idr_lock_word it sleeps on), and get the lock once this thread lets go. */
+void tu_hold_against_waiter(struct idr *idr, int *watch, int asleep);
+
 /* A non-NULL pointer value naming the thread @tag that stored it under @id,
  * so a test can tell whose entry it reads; tu_tag_id() recovers the ID. */
 void *tu_tag_ptr(unsigned tag, unsigned long id);

@@ -5,20 +5,16 @@
  * process without the system call biases nothing, and one that has
  * revoked 64 biases stops biasing.  Whether membarrier(2) works is found
  * once per process, at its first idr_lock(), so each test runs in a child
- * forked before this process ever locks an idr.  run-threads covers the
- * barrier refused after it worked, with seccomp filters.
+ * forked from this process, which never locks an idr.  run-threads covers
+ * the barrier refused after it worked, with seccomp filters.
  */
 #include <errno.h>
-#include <idr.h>
 #include <linux/membarrier.h>
-#include <pthread.h>
-#include <sched.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "testutil.h"
 
 extern long (*idr_test_membarrier_hook)(int cmd);
 
@@ -38,103 +34,9 @@ static long answer(int cmd)
 	return syscall(SYS_membarrier, cmd, 0, 0);
 }
 
-#define EXPECT(cond)                                                          \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "%s:%d: expected %s\n", __FILE__,     \
-				__LINE__, #cond);                             \
-			return 1;                                             \
-		}                                                             \
-	} while (0)
-
-/* Another thread takes @idr's lock while this one holds it, and must wait
- * for the unlock: it records whether it found the holder gone. */
-struct contender {
-	struct idr *idr;
-	int holder_done;  /* set by the holder just before it unlocks */
-	int saw_holder_done;
-	int started;
-};
-
-static void *contend(void *arg)
-{
-	struct contender *c = arg;
-
-	__atomic_store_n(&c->started, 1, __ATOMIC_SEQ_CST);
-	idr_lock(c->idr);
-	c->saw_holder_done = __atomic_load_n(&c->holder_done, __ATOMIC_SEQ_CST);
-	idr_unlock(c->idr);
-	return NULL;
-}
-
-/* This thread locks @idr first (it becomes the owner if the bias is
- * allowed), then holds it for 20 ms while another thread asks for it:
- * 1 if that thread got the lock only after the unlock. */
-static int exclusive_against_a_second_thread(struct idr *idr)
-{
-	struct contender c = { .idr = idr };
-	struct timespec d = { 0, 20 * 1000 * 1000 };
-	pthread_t t;
-
-	idr_lock(idr); /* the first lock: the bias, if allowed, is ours */
-	idr_unlock(idr);
-	idr_lock(idr);
-	if (pthread_create(&t, NULL, contend, &c))
-		return 0;
-	while (!__atomic_load_n(&c.started, __ATOMIC_SEQ_CST))
-		sched_yield();
-	nanosleep(&d, NULL);
-	__atomic_store_n(&c.holder_done, 1, __ATOMIC_SEQ_CST);
-	idr_unlock(idr);
-	pthread_join(t, NULL);
-	return c.saw_holder_done;
-}
-
-/* No membarrier(2) at all (an old kernel, a sandbox): no idr is biased,
- * so no lock ever needs a barrier, and the lock still excludes. */
-static int without_membarrier_no_idr_is_biased(void)
-{
-	struct idr idr;
-
-	idr_init(&idr);
-	refuse_all = 1;
-	idr_test_membarrier_hook = answer;
-	EXPECT(exclusive_against_a_second_thread(&idr));
-	EXPECT(barriers == 0);
-	idr_destroy(&idr);
-	return 0;
-}
-
-/* A process that hands idrs between threads stops biasing new ones after
- * REVOKE_BUDGET (64) revocations: each would cost an IPI per CPU. */
-static int after_64_revocations_new_idrs_are_not_biased(void)
-{
-	static struct idr idrs[65];
-
-	idr_test_membarrier_hook = answer;
-	for (int i = 0; i < 64; i++) {
-		idr_init(&idrs[i]);
-		EXPECT(exclusive_against_a_second_thread(&idrs[i]));
-	}
-	EXPECT(barriers == 64);
-	idr_init(&idrs[64]);
-	EXPECT(exclusive_against_a_second_thread(&idrs[64]));
-	EXPECT(barriers == 64); /* never biased: nothing to revoke */
-	for (int i = 0; i < 65; i++)
-		idr_destroy(&idrs[i]);
-	return 0;
-}
-
-static int pass, fail;
-
-static void report(const char *name, int ok)
-{
-	printf("%s membarrier/%s\n", ok ? "PASS" : "FAIL", name);
-	ok ? pass++ : fail++;
-}
-
-/* Runs @fn in a child of its own, which must exit with 0. */
-static void expect_exit_0(const char *name, int (*fn)(void))
+/* @body in a child of its own, with the hook in place; the test fails if
+ * the child does. */
+static void in_a_child(void (*body)(void))
 {
 	int status = -1;
 
@@ -142,22 +44,55 @@ static void expect_exit_0(const char *name, int (*fn)(void))
 	pid_t pid = fork();
 	if (pid == 0) {
 		alarm(20);
-		_exit(fn());
+		idr_test_membarrier_hook = answer;
+		body();
+		tu_child_exit(tu_failed());
 	}
-	int ok = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-		 WEXITSTATUS(status) == 0;
-	if (!ok)
-		fprintf(stderr, "%s: child status %d\n", name, status);
-	report(name, ok);
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WEXITSTATUS(status), 0);
 }
 
-int main(void)
+/* No membarrier(2) at all (an old kernel, a sandbox): no idr is biased, so
+ * a second thread sleeps on the futex word at once, and no lock ever asks
+ * for a barrier. */
+static void unbiased_without_membarrier(void)
 {
-	expect_exit_0("without_membarrier_no_idr_is_biased",
-		      without_membarrier_no_idr_is_biased);
-	expect_exit_0("after_64_revocations_new_idrs_are_not_biased",
-		      after_64_revocations_new_idrs_are_not_biased);
+	struct idr idr;
 
-	printf("membarrier: %d passed, %d failed\n", pass, fail);
-	return fail != 0;
+	refuse_all = 1;
+	idr_init(&idr);
+	tu_hold_against_waiter(&idr, &idr.idr_lock_word, 2);
+	CHECK_EQ(barriers, 0);
+	idr_destroy(&idr);
+}
+
+TEST(without_membarrier_no_idr_is_biased)
+{
+	in_a_child(unbiased_without_membarrier);
+}
+
+/* A process that hands idrs between threads stops biasing new ones after
+ * REVOKE_BUDGET (64) revocations: each would cost an IPI per CPU. */
+static void unbiased_after_64_revocations(void)
+{
+	static struct idr idrs[65];
+
+	for (int i = 0; i < 64; i++) {
+		idr_init(&idrs[i]);
+		/* Biased to this thread: the waiter revokes, then sleeps on
+		 * busy. */
+		tu_hold_against_waiter(&idrs[i], &idrs[i].idr_lock_busy, 1);
+	}
+	CHECK_EQ(barriers, 64);
+	idr_init(&idrs[64]);
+	tu_hold_against_waiter(&idrs[64], &idrs[64].idr_lock_word, 2);
+	CHECK_EQ(barriers, 64); /* never biased: nothing to revoke */
+	for (int i = 0; i < 65; i++)
+		idr_destroy(&idrs[i]);
+}
+
+TEST(after_64_revocations_new_idrs_are_not_biased)
+{
+	in_a_child(unbiased_after_64_revocations);
 }
