@@ -61,8 +61,10 @@ $(O)/obj/%.o: src/%.c src/internal.h include/idr.h | $(O)/obj
 $(O)/obj $(O)/tests $(O)/examples $(O)/bench:
 	mkdir -p $@
 
+# -Bsymbolic-functions: the library's own calls to its API (ida_alloc's
+# idr_lock, for one) go straight to it, not through its PLT.
 $(O)/libidr.so: $(OBJS)
-	$(CC) $(SANFLAGS) -shared -Wl,-soname,$(SONAME) -o $@.$(VERSION) $^ $(LDLIBS)
+	$(CC) $(SANFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,-Bsymbolic-functions -o $@.$(VERSION) $^ $(LDLIBS)
 	ln -sf libidr.so.$(VERSION) $(O)/$(SONAME)
 	ln -sf libidr.so.$(VERSION) $@
 

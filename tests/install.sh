@@ -4,8 +4,9 @@
 # PREFIX; a program built with `pkg-config --cflags --libs idr`, shared or
 # static, runs the seed workflow; every documented function has a man page
 # and is exported, and nothing else is, by libidr.so or libidr.a (whose
-# internal names cannot clash with a program's); `make uninstall` leaves
-# no file behind.
+# internal names cannot clash with a program's); libidr.so's calls to its
+# own functions do not go through its PLT; `make uninstall` leaves no file
+# behind.
 O=${O:-build}
 CC=${CC:-cc}
 D=$O/install-test
@@ -109,6 +110,16 @@ if [ -n "$exported" ] && [ -z "$stray" ] && [ -z "$absent" ]; then
 	ok shared_library_exports_exactly_the_api
 else
 	ko shared_library_exports_exactly_the_api "unprefixed: $stray; not exported:$absent"
+fi
+
+# The library's own calls to its API bind inside it: none goes through its
+# PLT, which would cost each of them an indirect jump (IDA's calls to
+# idr_lock, for one) and let another library's idr_lock stand in for it.
+selfplt=$(objdump -d "$P/lib/libidr.so.0" | grep -oE '<id[ar]_[a-z_0-9]*@plt>' | sort -u)
+if [ -n "$exported" ] && [ -z "$selfplt" ]; then
+	ok shared_library_calls_its_own_functions_directly
+else
+	ko shared_library_calls_its_own_functions_directly "through the PLT: $(echo $selfplt)"
 fi
 
 # The same for the static library, whose internal functions are local: a
