@@ -298,8 +298,8 @@ void *idr_remove(struct idr *idr, unsigned long id)
 	void *old = NULL;
 
 	writer_enter(idr, "idr_remove");
-	if (index == INDEX_NONE || !tree_take(idr, index, sparse_allowed(idr), &old))
-		old = NULL;
+	if (index != INDEX_NONE)
+		old = tree_take(idr, index);
 	writer_exit(idr);
 	return old;
 }

@@ -376,8 +376,7 @@ IDR_HIDDEN void **tree_lookup_slot(const struct idr *idr, uint64_t index,
 IDR_HIDDEN void tree_mark_full(struct idr *idr, uint64_t index);
 IDR_HIDDEN void tree_mark_free(struct idr *idr, uint64_t index);
 IDR_HIDDEN void tree_release(struct idr *idr, uint64_t index, bool sparse_ok);
-IDR_HIDDEN bool tree_take(struct idr *idr, uint64_t index, bool sparse_ok,
-			  void **old);
+IDR_HIDDEN void *tree_take(struct idr *idr, uint64_t index);
 IDR_HIDDEN void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry));
 IDR_HIDDEN void *tree_leaf_word(const struct idr *idr, uint64_t leaf);
 IDR_HIDDEN const struct idr_node *tree_leaf_parent(const struct idr *idr, uint64_t leaf);
