@@ -60,7 +60,6 @@ int idr_pre_get(struct idr *idr, idr_gfp_t gfp)
 static int get_new_above(struct idr *idr, void *ptr, int starting_id, int *id)
 {
 	struct node_pool pool = { .count = 0, .kind = idr_kind(idr) };
-	uint64_t got;
 
 	if (starting_id < 0)
 		return -EINVAL;
@@ -69,15 +68,16 @@ static int get_new_above(struct idr *idr, void *ptr, int starting_id, int *id)
 		pool.node[pool.count++] = reserve_pop(idr);
 	reserve_unlock(idr);
 
-	int err = alloc_id(idr, ptr, (uint64_t)starting_id, INT_MAX, &pool, IDR_GFP_NOWAIT, &got);
+	int64_t got = alloc_id(idr, ptr, (uint64_t)starting_id, INT_MAX, &pool, IDR_GFP_NOWAIT);
 
 	reserve_lock(idr);
 	while (pool.count)
 		reserve_push(idr, pool.node[--pool.count]);
 	reserve_unlock(idr);
-	if (!err)
-		*id = (int)got;
-	return err;
+	if (got < 0)
+		return (int)got;
+	*id = (int)got;
+	return 0;
 }
 
 int idr_get_new_above(struct idr *idr, void *ptr, int starting_id, int *id)

@@ -97,37 +97,31 @@ static int alloc_slow(struct idr *idr, void *ptr, uint64_t index,
 	return 0;
 }
 
-/*
- * The one allocation path: the lowest free ID in [@min, @max] (IDs, both
- * inclusive).  Nodes come from @fixed when given (the deprecated API's
- * per-idr reserve: -EAGAIN when it is too small), else from the stash and
- * then the allocator.
- */
-static int alloc_in_tree(struct idr *idr, void *ptr, uint64_t min,
-			 uint64_t max, struct node_pool *fixed, idr_gfp_t gfp,
-			 uint64_t *id)
+/* An allocation the hint could not answer: the lowest free ID in [@min,
+ * @max] (IDs, both inclusive) through the directory's leaf for @min, else
+ * a walk, and new nodes if it takes them; or a negative errno.  Nodes come
+ * from @fixed when given (the deprecated API's per-idr reserve: -EAGAIN
+ * when it is too small), else from the stash and then the allocator.  Out
+ * of line, so that allocations the hint answers pay for none of its stack
+ * frame (bench/README.md: each instruction costs). */
+__attribute__((noinline)) static int64_t alloc_by_walk(struct idr *idr, void *ptr,
+						       uint64_t min, uint64_t max,
+						       struct node_pool *fixed,
+						       idr_gfp_t gfp)
 {
-	uint64_t origin = idr_origin(idr);
+	uint64_t origin = idr_origin(idr), index;
 	struct path p;
 
 	if (min < idr->idr_base)
 		min = idr->idr_base;
 	if (min > max)
 		return -ENOSPC;
-	uint64_t index, start = min - origin;
-	void **slot = hint_claim(idr, start, max - origin, &index);
-	if (slot) {
-		/* The commonest case: the last allocation's leaf has room. */
-		publish(idr, slot, index, ptr);
-		*id = index + origin;
-		return 0;
-	}
-	slot = dir_claim(idr, start, max - origin, &index);
+	uint64_t start = min - origin;
+	void **slot = dir_claim(idr, start, max - origin, &index);
 	if (slot) {
 		publish(idr, slot, index, ptr);
 		hint_set(idr, slot, index, start);
-		*id = index + origin;
-		return 0;
+		return (int64_t)(index + origin);
 	}
 	index = tree_find_free_path(idr, start, &p);
 	if (index > max - origin)
@@ -144,23 +138,52 @@ static int alloc_in_tree(struct idr *idr, void *ptr, uint64_t min,
 		if (slot) /* a full leaf: the next allocation may start there */
 			hint_set(idr, slot, index, start);
 	}
-	*id = index + origin;
-	return 0;
+	return (int64_t)(index + origin);
 }
 
-int alloc_id(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
-	     struct node_pool *fixed, idr_gfp_t gfp, uint64_t *id)
+/* What the hint's allocation of @index leaves for a call: a handle idr's
+ * generation, and a leaf it filled.  Out of line, as alloc_by_walk() is. */
+__attribute__((noinline)) static int64_t hint_finish(struct idr *idr, void *ptr,
+						     uint64_t index)
+{
+	struct idr_node *leaf = idr->idr_hint;
+
+	publish(idr, &leaf->slots[index & NODE_MASK], index, ptr);
+	if (!leaf->free)
+		leaf_filled(idr, leaf, index);
+	return (int64_t)(index + idr_origin(idr));
+}
+
+/* The lowest free ID in [@min, @max] (IDs, both inclusive), or a negative
+ * errno: alloc_by_walk(), unless the leaf of the last allocation has it,
+ * which it does for most. */
+static int64_t alloc_in_tree(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
+			     idr_gfp_t gfp)
+{
+	uint64_t origin = idr_origin(idr);
+	uint64_t lo = min < idr->idr_base ? idr->idr_base : min;
+	int off;
+
+	if (lo > max || (off = hint_offset(idr, lo - origin, max - origin)) < 0)
+		return alloc_by_walk(idr, ptr, min, max, NULL, gfp);
+	struct idr_node *leaf = idr->idr_hint;
+	uint64_t index = idr->idr_hint_base + (unsigned)off;
+	leaf->free &= ~((uint64_t)1 << off);
+	if (__builtin_expect(!leaf->free || idr_kind(idr) != KIND_PLAIN, 0))
+		return hint_finish(idr, ptr, index);
+	slot_store(&leaf->slots[off], ptr);
+	return (int64_t)(index + origin);
+}
+
+int64_t alloc_id(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
+		 struct node_pool *fixed, idr_gfp_t gfp)
 {
 	writer_enter(idr, "idr_alloc");
-	int err = alloc_in_tree(idr, ptr, min, max, fixed, gfp, id);
+	/* The old API's reserve goes with a walk: it is the rare caller. */
+	int64_t id = fixed ? alloc_by_walk(idr, ptr, min, max, fixed, gfp) :
+			     alloc_in_tree(idr, ptr, min, max, gfp);
 	writer_exit(idr);
-	return err;
-}
-
-static int alloc_range(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
-		       idr_gfp_t gfp, uint64_t *id)
-{
-	return alloc_id(idr, ptr, min, max, NULL, gfp, id);
+	return id;
 }
 
 static uint64_t max_id(int end)
@@ -168,40 +191,39 @@ static uint64_t max_id(int end)
 	return end > 0 ? (uint64_t)end - 1 : INT_MAX;
 }
 
+/* IDs up to INT_MAX fit the int, and so do the errors. */
 int idr_alloc(struct idr *idr, void *ptr, int start, int end, idr_gfp_t gfp)
 {
-	uint64_t id;
-
 	if (start < 0)
 		return -EINVAL;
-	int err = alloc_range(idr, ptr, (uint64_t)start, max_id(end), gfp, &id);
-	return err ? err : (int)id;
+	return (int)alloc_id(idr, ptr, (uint64_t)start, max_id(end), NULL, gfp);
 }
 
 int idr_alloc_u32(struct idr *idr, void *ptr, uint32_t *nextid, uint32_t max,
 		  idr_gfp_t gfp)
 {
-	uint64_t id;
-	int err = alloc_range(idr, ptr, *nextid, max, gfp, &id);
-	if (!err)
-		*nextid = (uint32_t)id;
-	return err;
+	int64_t id = alloc_id(idr, ptr, *nextid, max, NULL, gfp);
+
+	if (id < 0)
+		return (int)id;
+	*nextid = (uint32_t)id;
+	return 0;
 }
 
 int idr_alloc_cyclic(struct idr *idr, void *ptr, int start, int end,
 		     idr_gfp_t gfp)
 {
-	uint64_t id, max = max_id(end);
+	uint64_t max = max_id(end);
 
 	if (start < 0)
 		return -EINVAL;
 	unsigned cursor = idr_get_cursor(idr);
 	uint64_t from = cursor > (unsigned)start ? cursor : (unsigned)start;
-	int err = alloc_range(idr, ptr, from, max, gfp, &id);
-	if (err == -ENOSPC && from > (unsigned)start)
-		err = alloc_range(idr, ptr, (uint64_t)start, max, gfp, &id);
-	if (err)
-		return err;
+	int64_t id = alloc_id(idr, ptr, from, max, NULL, gfp);
+	if (id == -ENOSPC && from > (unsigned)start)
+		id = alloc_id(idr, ptr, (uint64_t)start, max, NULL, gfp);
+	if (id < 0)
+		return (int)id;
 	idr_set_cursor(idr, (unsigned)id + 1);
 	return (int)id;
 }

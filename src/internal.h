@@ -381,12 +381,36 @@ IDR_HIDDEN void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry));
 IDR_HIDDEN void *tree_leaf_word(const struct idr *idr, uint64_t leaf);
 IDR_HIDDEN const struct idr_node *tree_leaf_parent(const struct idr *idr, uint64_t leaf);
 IDR_HIDDEN uint64_t tree_edge_leaf(const struct idr *idr, bool highest);
-IDR_HIDDEN void **hint_claim(struct idr *idr, uint64_t start, uint64_t max,
-			     uint64_t *index);
 IDR_HIDDEN void **dir_claim(struct idr *idr, uint64_t start, uint64_t max,
 			    uint64_t *index);
 IDR_HIDDEN void hint_set(struct idr *idr, void **slot, uint64_t index,
 			 uint64_t start);
+IDR_HIDDEN void leaf_filled(struct idr *idr, struct idr_node *leaf, uint64_t index);
+
+/* The offset in the hint leaf (tree.c, hint_set()) of the lowest free
+ * index in [@start, @max], if the hint can tell: -1 if it cannot.  Inline:
+ * it is most allocations' whole search. */
+static inline int hint_offset(const struct idr *idr, uint64_t start, uint64_t max)
+{
+	const struct idr_node *leaf = idr->idr_hint;
+	uint64_t base = idr->idr_hint_base;
+	unsigned from = 0;
+
+	if (!leaf)
+		return -1;
+	if (start >= base) {
+		if (start - base >= NODE_SLOTS)
+			return -1;
+		from = (unsigned)(start - base);
+	} else if (!idr->idr_hint_full) {
+		return -1; /* a hole below the leaf might come first */
+	}
+	uint64_t room = leaf->free & (~(uint64_t)0 << from);
+	if (!room || base + (uint64_t)__builtin_ctzll(room) > max)
+		return -1;
+	return __builtin_ctzll(room);
+}
+
 /* Lockless-reader safe: the non-NULL entries with IDs up to INT_MAX, in
  * order, to @fn(id, entry, @data) until it returns nonzero, which is
  * returned; 0 after the last.  idr_for_each() itself. */
@@ -401,8 +425,8 @@ IDR_HIDDEN uint64_t tree_next_entry(const struct idr *idr, uint64_t index,
 IDR_HIDDEN void stamp_generation(struct idr *idr, void **slot, uint64_t index);
 
 /* idr.c, compat.c */
-IDR_HIDDEN int alloc_id(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
-			struct node_pool *fixed, idr_gfp_t gfp, uint64_t *id);
+IDR_HIDDEN int64_t alloc_id(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
+			    struct node_pool *fixed, idr_gfp_t gfp);
 IDR_HIDDEN void compat_drain(struct idr *idr);
 
 /* Writer-side counter updates that lockless snapshots may read. */

@@ -350,6 +350,20 @@ static inline void **dir_slot(const struct idr *idr, uint64_t index)
 	return dir_lookup_any(idr, index + idr_origin(idr), &slot) == DIR_LEAF ? slot : NULL;
 }
 
+/* @leaf, which holds @index, has just filled: the levels above learn it,
+ * and the hint lets the leaf go.  Out of line: the path it keeps on the
+ * stack would cost every allocation a stack frame, 63 in 64 for nothing. */
+__attribute__((noinline)) void leaf_filled(struct idr *idr, struct idr_node *leaf,
+					   uint64_t index)
+{
+	struct path p;
+
+	if (walk(idr, index, &p))
+		path_mark_full(&p, 2);
+	if (idr->idr_hint == leaf)
+		idr->idr_hint = NULL;
+}
+
 /* Claim the lowest free index of @leaf (whose first index is @base) at
  * offset @from or above, if it is <= @max: its slot, still NULL, for the
  * caller to publish into, and the index in *@index.  NULL if there is none. */
@@ -362,34 +376,9 @@ static void **leaf_claim(struct idr *idr, struct idr_node *leaf, uint64_t base,
 		return NULL;
 	unsigned off = (unsigned)__builtin_ctzll(room);
 	*index = base + off;
-	if (leaf_take(leaf, off)) {
-		struct path p;
-		if (walk(idr, *index, &p))
-			path_mark_full(&p, 2);
-		if (idr->idr_hint == leaf)
-			idr->idr_hint = NULL;
-	}
+	if (leaf_take(leaf, off))
+		leaf_filled(idr, leaf, *index);
 	return &leaf->slots[off];
-}
-
-/* The lowest free index in [@start, @max] if the hint leaf holds it,
- * claimed as leaf_claim() does.  NULL if the hint cannot tell. */
-void **hint_claim(struct idr *idr, uint64_t start, uint64_t max, uint64_t *index)
-{
-	struct idr_node *leaf = idr->idr_hint;
-	uint64_t base = idr->idr_hint_base;
-	unsigned from = 0;
-
-	if (!leaf)
-		return NULL;
-	if (start >= base) {
-		if (start - base >= NODE_SLOTS)
-			return NULL;
-		from = (unsigned)(start - base);
-	} else if (!idr->idr_hint_full) {
-		return NULL; /* a hole below the leaf might come first */
-	}
-	return leaf_claim(idr, leaf, base, from, max, index);
 }
 
 /* The same for @start's own leaf, found through the directory: a free
