@@ -739,10 +739,10 @@ static enum take take_in_leaf(struct idr *idr, uint64_t index, void **old)
 }
 
 /* tree_take() through the tree, for what take_in_leaf() leaves.  Out of
- * line: the path it keeps on the stack and the registers it needs would
- * otherwise be set up and torn down on every remove, the fast ones too
- * (about 20 of a remove's 114 instructions; each costs random removes
- * time: bench/README.md). */
+ * line: the path it keeps on the stack and the registers it needs were set
+ * up and torn down on every remove, the fast ones too, which took 114
+ * instructions where they now take 70 (each costs random removes time:
+ * bench/README.md). */
 __attribute__((noinline)) static void *take_by_walk(struct idr *idr, uint64_t index)
 {
 	struct path p;
