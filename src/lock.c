@@ -68,11 +68,10 @@ enum { UNLOCKED, LOCKED, CONTENDED };
 static const char revoked_mark;
 #define REVOKED ((void *)&revoked_mark)
 
-/* This thread's token: its address is unique among live threads.  A new
- * thread may reuse an exited owner's address and inherit its biases, which
- * is safe: one live thread still owns each. */
-static _Thread_local char thread_token __attribute__((tls_model("initial-exec")));
-#define ME ((void *)&thread_token)
+/* This thread's token (ME, internal.h): its address is unique among live
+ * threads.  A new thread may reuse an exited owner's address and inherit its
+ * biases, which is safe: one live thread still owns each. */
+_Thread_local char lock_token __attribute__((tls_model("initial-exec")));
 
 static void futex_wait(int *word, int val)
 {
@@ -109,7 +108,7 @@ static bool try_take(int *word)
 
 /* Out of line, like everything below but the owner's fast paths, so that
  * those need no stack frame. */
-__attribute__((noinline)) static void word_lock(int *word)
+__attribute__((noinline)) void word_lock(int *word)
 {
 	for (int paused = 0, gap = 1; paused < SPIN_PAUSES; paused += gap) {
 		if (__atomic_load_n(word, __ATOMIC_RELAXED) == UNLOCKED && try_take(word))
@@ -126,7 +125,7 @@ __attribute__((noinline)) static void word_lock(int *word)
 		futex_wait(word, CONTENDED);
 }
 
-__attribute__((noinline)) static void word_unlock(int *word)
+__attribute__((noinline)) void word_unlock(int *word)
 {
 	if (__atomic_exchange_n(word, UNLOCKED, __ATOMIC_RELEASE) == CONTENDED)
 		futex_wake(word, 1);
@@ -174,31 +173,9 @@ static void barrier_everywhere(void)
 }
 
 /* Out of line, so that the owner's unlock needs no stack frame. */
-__attribute__((noinline)) static void wake_revokers(struct idr *idr)
+__attribute__((noinline)) void wake_revokers(struct idr *idr)
 {
 	futex_wake(&idr->idr_lock_busy, INT_MAX);
-}
-
-static inline void leave_biased(struct idr *idr)
-{
-	__atomic_store_n(&idr->idr_lock_busy, 0, __ATOMIC_RELEASE);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (__builtin_expect(__atomic_load_n(&idr->idr_lock_revoke, __ATOMIC_RELAXED), 0))
-		wake_revokers(idr);
-}
-
-/* The owner enters through the bias, unless a revoker has asked for the
- * lock: then it backs out (a revoker may be waiting for busy to drop). */
-static inline bool enter_biased(struct idr *idr)
-{
-	__atomic_store_n(&idr->idr_lock_busy, 1, __ATOMIC_RELAXED);
-	/* No fence: the revoker's membarrier() orders this store before the
-	 * load below, as far as the revoker can tell. */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (__builtin_expect(!__atomic_load_n(&idr->idr_lock_revoke, __ATOMIC_ACQUIRE), 1))
-		return true;
-	leave_biased(idr);
-	return false;
 }
 
 /* Take the bias away from its owner: afterwards no thread enters through
@@ -241,37 +218,19 @@ __attribute__((noinline)) static void lock_slow(struct idr *idr)
 
 /* Any thread but the owner: the word if the bias is gone, else the first
  * lock or a revocation. */
-__attribute__((noinline)) static void lock_unowned(struct idr *idr, void *owner)
+__attribute__((noinline)) void lock_unowned(struct idr *idr, void *owner)
 {
 	if (owner == REVOKED && try_take(&idr->idr_lock_word))
 		return;
 	lock_slow(idr);
 }
 
-/* The fast paths below only test and store: everything else is a tail call,
- * so that the owner's lock and unlock need no stack frame.  Counted with
- * callgrind, the pair had been 34 of the 60 instructions the seed pattern
- * added to an allocation; it is 27 now (docs/performance-history.md). */
 void idr_lock(struct idr *idr)
 {
-	void *owner = __atomic_load_n(&idr->idr_lock_owner, __ATOMIC_ACQUIRE);
-
-	if (__builtin_expect(owner != ME, 0)) {
-		lock_unowned(idr, owner);
-		return;
-	}
-	if (__builtin_expect(!enter_biased(idr), 0)) /* being revoked */
-		word_lock(&idr->idr_lock_word);
+	lock_enter(idr);
 }
 
 void idr_unlock(struct idr *idr)
 {
-	/* Only the owner ever sets busy, and only while it holds the lock
-	 * through the bias; anyone else holds the word. */
-	if (__builtin_expect(__atomic_load_n(&idr->idr_lock_owner, __ATOMIC_RELAXED) != ME ||
-			     !__atomic_load_n(&idr->idr_lock_busy, __ATOMIC_RELAXED), 0)) {
-		word_unlock(&idr->idr_lock_word);
-		return;
-	}
-	leave_biased(idr);
+	lock_leave(idr);
 }
