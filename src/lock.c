@@ -30,6 +30,9 @@
  * The futex word is the classic three-state mutex: 0 free, 1 held, 2 held
  * and someone may be asleep on it, so an unlock only enters the kernel
  * when a waiter may exist.
+ *
+ * The owner's fast paths are in internal.h, so that the IDA, which takes
+ * the lock on every call, inlines them.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -106,8 +109,9 @@ static bool try_take(int *word)
 					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
-/* Out of line, like everything below but the owner's fast paths, so that
- * those need no stack frame. */
+/* Out of line, like everything here: the owner's fast paths, which call
+ * these, are inline in internal.h (lock_enter(), lock_leave()) and need no
+ * stack frame. */
 __attribute__((noinline)) void word_lock(int *word)
 {
 	for (int paused = 0, gap = 1; paused < SPIN_PAUSES; paused += gap) {
