@@ -68,7 +68,7 @@ static int get_new_above(struct idr *idr, void *ptr, int starting_id, int *id)
 		pool.node[pool.count++] = reserve_pop(idr);
 	reserve_unlock(idr);
 
-	int64_t got = alloc_id(idr, ptr, (uint64_t)starting_id, INT_MAX, &pool, IDR_GFP_NOWAIT);
+	int64_t got = alloc_id(idr, ptr, (uint64_t)starting_id, INT_MAX, &pool);
 
 	reserve_lock(idr);
 	while (pool.count)

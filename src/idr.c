@@ -157,8 +157,8 @@ __attribute__((noinline)) static int64_t hint_finish(struct idr *idr, void *ptr,
 /* The lowest free ID in [@min, @max] (IDs, both inclusive), or a negative
  * errno: alloc_by_walk(), unless the leaf of the last allocation has it,
  * which it does for most. */
-static int64_t alloc_in_tree(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
-			     idr_gfp_t gfp)
+static inline __attribute__((always_inline)) int64_t
+alloc_in_tree(struct idr *idr, void *ptr, uint64_t min, uint64_t max, idr_gfp_t gfp)
 {
 	uint64_t origin = idr_origin(idr);
 	uint64_t lo = min < idr->idr_base ? idr->idr_base : min;
@@ -175,13 +175,24 @@ static int64_t alloc_in_tree(struct idr *idr, void *ptr, uint64_t min, uint64_t 
 	return (int64_t)(index + origin);
 }
 
-int64_t alloc_id(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
-		 struct node_pool *fixed, idr_gfp_t gfp)
+/* The allocation of every idr_alloc*() call, inline in each: a call
+ * between them and the hint costs a dense allocation a tenth of its time
+ * on some hosts (bench/README.md). */
+static inline __attribute__((always_inline)) int64_t
+alloc_here(struct idr *idr, void *ptr, uint64_t min, uint64_t max, idr_gfp_t gfp)
 {
 	writer_enter(idr, "idr_alloc");
-	/* The old API's reserve goes with a walk: it is the rare caller. */
-	int64_t id = fixed ? alloc_by_walk(idr, ptr, min, max, fixed, gfp) :
-			     alloc_in_tree(idr, ptr, min, max, gfp);
+	int64_t id = alloc_in_tree(idr, ptr, min, max, gfp);
+	writer_exit(idr);
+	return id;
+}
+
+/* The old API's, with its reserve: always a walk, as it is the rare caller. */
+int64_t alloc_id(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
+		 struct node_pool *fixed)
+{
+	writer_enter(idr, "idr_alloc");
+	int64_t id = alloc_by_walk(idr, ptr, min, max, fixed, IDR_GFP_NOWAIT);
 	writer_exit(idr);
 	return id;
 }
@@ -196,13 +207,13 @@ int idr_alloc(struct idr *idr, void *ptr, int start, int end, idr_gfp_t gfp)
 {
 	if (start < 0)
 		return -EINVAL;
-	return (int)alloc_id(idr, ptr, (uint64_t)start, max_id(end), NULL, gfp);
+	return (int)alloc_here(idr, ptr, (uint64_t)start, max_id(end), gfp);
 }
 
 int idr_alloc_u32(struct idr *idr, void *ptr, uint32_t *nextid, uint32_t max,
 		  idr_gfp_t gfp)
 {
-	int64_t id = alloc_id(idr, ptr, *nextid, max, NULL, gfp);
+	int64_t id = alloc_here(idr, ptr, *nextid, max, gfp);
 
 	if (id < 0)
 		return (int)id;
@@ -219,9 +230,9 @@ int idr_alloc_cyclic(struct idr *idr, void *ptr, int start, int end,
 		return -EINVAL;
 	unsigned cursor = idr_get_cursor(idr);
 	uint64_t from = cursor > (unsigned)start ? cursor : (unsigned)start;
-	int64_t id = alloc_id(idr, ptr, from, max, NULL, gfp);
+	int64_t id = alloc_here(idr, ptr, from, max, gfp);
 	if (id == -ENOSPC && from > (unsigned)start)
-		id = alloc_id(idr, ptr, (uint64_t)start, max, NULL, gfp);
+		id = alloc_here(idr, ptr, (uint64_t)start, max, gfp);
 	if (id < 0)
 		return (int)id;
 	idr_set_cursor(idr, (unsigned)id + 1);

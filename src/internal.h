@@ -426,7 +426,7 @@ IDR_HIDDEN void stamp_generation(struct idr *idr, void **slot, uint64_t index);
 
 /* idr.c, compat.c */
 IDR_HIDDEN int64_t alloc_id(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
-			    struct node_pool *fixed, idr_gfp_t gfp);
+			    struct node_pool *fixed);
 IDR_HIDDEN void compat_drain(struct idr *idr);
 
 /* Writer-side counter updates that lockless snapshots may read. */
