@@ -160,11 +160,10 @@ __attribute__((noinline)) static int64_t hint_finish(struct idr *idr, void *ptr,
 static inline __attribute__((always_inline)) int64_t
 alloc_in_tree(struct idr *idr, void *ptr, uint64_t min, uint64_t max, idr_gfp_t gfp)
 {
-	uint64_t origin = idr_origin(idr);
 	uint64_t lo = min < idr->idr_base ? idr->idr_base : min;
 	int off;
 
-	if (lo > max || (off = hint_offset(idr, lo - origin, max - origin)) < 0)
+	if (lo > max || (off = hint_offset(idr, lo, max)) < 0)
 		return alloc_by_walk(idr, ptr, min, max, NULL, gfp);
 	struct idr_node *leaf = idr->idr_hint;
 	uint64_t index = idr->idr_hint_base + (unsigned)off;
@@ -172,7 +171,7 @@ alloc_in_tree(struct idr *idr, void *ptr, uint64_t min, uint64_t max, idr_gfp_t 
 	if (__builtin_expect(!leaf->free || idr_kind(idr) != KIND_PLAIN, 0))
 		return hint_finish(idr, ptr, index);
 	slot_store(&leaf->slots[off], ptr);
-	return (int64_t)(index + origin);
+	return (int64_t)(index + idr_origin(idr));
 }
 
 /* The allocation of every idr_alloc*() call, inline in each: a call

@@ -387,21 +387,23 @@ IDR_HIDDEN void hint_set(struct idr *idr, void **slot, uint64_t index,
 			 uint64_t start);
 IDR_HIDDEN void leaf_filled(struct idr *idr, struct idr_node *leaf, uint64_t index);
 
-/* The offset in the hint leaf (tree.c, hint_set()) of the lowest free
- * index in [@start, @max], if the hint can tell: -1 if it cannot.  Inline:
- * it is most allocations' whole search. */
-static inline int hint_offset(const struct idr *idr, uint64_t start, uint64_t max)
+/* The offset in the hint leaf (tree.c, hint_set()) of the lowest free ID
+ * in [@min, @max] (IDs, @min at least the idr's base and at most @max), if
+ * the hint can tell: -1 if it cannot.  Inline: it is most allocations'
+ * whole search.  In IDs rather than indices, so that its caller keeps
+ * fewer values at hand. */
+static inline int hint_offset(const struct idr *idr, uint64_t min, uint64_t max)
 {
 	const struct idr_node *leaf = idr->idr_hint;
-	uint64_t base = idr->idr_hint_base;
+	uint64_t base = idr->idr_hint_base + idr_origin(idr);
 	unsigned from = 0;
 
 	if (!leaf)
 		return -1;
-	if (start >= base) {
-		if (start - base >= NODE_SLOTS)
+	if (min >= base) {
+		if (min - base >= NODE_SLOTS)
 			return -1;
-		from = (unsigned)(start - base);
+		from = (unsigned)(min - base);
 	} else if (!idr->idr_hint_full) {
 		return -1; /* a hole below the leaf might come first */
 	}
