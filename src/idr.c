@@ -352,8 +352,8 @@ void *idr_replace(struct idr *idr, void *ptr, unsigned long id)
  * leaf has none there (or does not exist); DIR_ASK_TREE if the directory
  * cannot tell.  A dense idr's idr_for_each_entry() then costs a scan of
  * the leaf per entry, not a walk from the root. */
-static enum dir_answer next_in_leaf(const struct idr *idr, uint64_t id,
-				    uint64_t *found, void **entry)
+static inline __attribute__((always_inline)) enum dir_answer
+next_in_leaf(const struct idr *idr, uint64_t id, uint64_t *found, void **entry)
 {
 	void **slot;
 	enum dir_answer a = dir_lookup_any(idr, id, &slot);
@@ -394,13 +394,50 @@ static void *next_entry(const struct idr *idr, uint64_t id, uint64_t last,
 	return entry;
 }
 
+/* idr_get_next() and _ul()'s common case, inline in each: the entry the
+ * directory's leaf for @id holds at or after @id, its ID in *@found; NULL
+ * if that leaf cannot tell.  Everything else is a call made last, so that
+ * idr_for_each_entry() pays no stack frame per entry (each instruction
+ * costs: bench/README.md). */
+static inline void *next_here(const struct idr *idr, uint64_t id, uint64_t *found)
+{
+	void *entry = NULL;
+
+	if (id < idr_origin(idr) || next_in_leaf(idr, id, found, &entry) != DIR_LEAF)
+		return NULL;
+	return entry;
+}
+
+__attribute__((noinline)) static void *get_next_walk(const struct idr *idr, int *nextid)
+{
+	uint64_t found;
+	void *entry = next_entry(idr, (uint64_t)*nextid, INT_MAX, &found);
+
+	if (entry)
+		*nextid = (int)found;
+	return entry;
+}
+
+__attribute__((noinline)) static void *get_next_ul_walk(const struct idr *idr,
+							 unsigned long *nextid)
+{
+	uint64_t found;
+	void *entry = next_entry(idr, *nextid, UINT32_MAX, &found);
+
+	if (entry)
+		*nextid = (unsigned long)found;
+	return entry;
+}
+
 void *idr_get_next(const struct idr *idr, int *nextid)
 {
 	uint64_t found;
 	void *entry;
 
-	if (*nextid < 0 || !(entry = next_entry(idr, (uint64_t)*nextid, INT_MAX, &found)))
+	if (*nextid < 0)
 		return NULL;
+	if (!(entry = next_here(idr, (uint64_t)*nextid, &found)))
+		return get_next_walk(idr, nextid);
 	*nextid = (int)found;
 	return entry;
 }
@@ -410,9 +447,10 @@ void *idr_get_next_ul(const struct idr *idr, unsigned long *nextid)
 	uint64_t found;
 	void *entry;
 
-	if (*nextid > UINT32_MAX ||
-	    !(entry = next_entry(idr, *nextid, UINT32_MAX, &found)))
+	if (*nextid > UINT32_MAX)
 		return NULL;
+	if (!(entry = next_here(idr, *nextid, &found)))
+		return get_next_ul_walk(idr, nextid);
 	*nextid = (unsigned long)found;
 	return entry;
 }
