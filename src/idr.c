@@ -339,12 +339,13 @@ void *idr_remove(struct idr *idr, unsigned long id)
 void *idr_replace(struct idr *idr, void *ptr, unsigned long id)
 {
 	uint64_t index = index_of(idr, id);
-	void *old = NULL;
+	void *old = IDR_ERR_PTR(-ENOENT);
 
 	writer_enter(idr, "idr_replace");
-	int err = index == INDEX_NONE ? -ENOENT : tree_replace(idr, index, ptr, &old);
+	if (index != INDEX_NONE)
+		old = tree_replace(idr, index, ptr);
 	writer_exit(idr);
-	return err ? IDR_ERR_PTR(err) : old;
+	return old;
 }
 
 /* Through the directory, the first non-NULL entry at or after ID @id in

@@ -369,8 +369,7 @@ IDR_HIDDEN struct insert_need tree_needs(const struct idr *idr, uint64_t index,
 IDR_HIDDEN void **tree_insert(struct idr *idr, uint64_t index,
 			      struct node_pool *pool, void *ptr, bool full,
 			      bool sparse_ok);
-IDR_HIDDEN int tree_replace(struct idr *idr, uint64_t index, void *ptr,
-			    void **old);
+IDR_HIDDEN void *tree_replace(struct idr *idr, uint64_t index, void *ptr);
 IDR_HIDDEN void **tree_lookup_slot(const struct idr *idr, uint64_t index,
 				   struct idr_node **leaf);
 IDR_HIDDEN void tree_mark_full(struct idr *idr, uint64_t index);

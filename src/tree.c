@@ -568,25 +568,42 @@ static enum take replace_in_leaf(struct idr *idr, uint64_t index, void *ptr,
 	return TAKEN;
 }
 
-/* Store @ptr under allocated @index, the old value in *@old.  -ENOENT if
- * @index is not allocated; -ENOMEM as sparse_set(), with nothing changed. */
-int tree_replace(struct idr *idr, uint64_t index, void *ptr, void **old)
+/* tree_replace() through the tree, for what replace_in_leaf() leaves; out
+ * of line for the reason take_by_walk() is. */
+__attribute__((noinline)) static void *replace_by_walk(struct idr *idr, uint64_t index,
+						       void *ptr)
 {
-	enum take fast = replace_in_leaf(idr, index, ptr, old);
-
-	if (fast != NEEDS_WALK)
-		return fast == TAKEN ? 0 : -ENOENT;
-
 	struct path p;
 	void *word = leaf_word(idr, index, &p);
 	unsigned off = (unsigned)(index & NODE_MASK);
+	void *old;
 
-	if (!word || !word_get(word, off, old))
-		return -ENOENT;
-	if (is_sparse(word))
-		return sparse_set(idr, path_leaf_ref(&p), off, ptr);
+	if (!word || !word_get(word, off, &old))
+		return IDR_ERR_PTR(-ENOENT);
+	if (is_sparse(word)) {
+		int err = sparse_set(idr, path_leaf_ref(&p), off, ptr);
+		return err ? IDR_ERR_PTR(err) : old;
+	}
 	slot_store(&((struct idr_node *)word)->slots[off], ptr);
-	return 0;
+	return old;
+}
+
+/* Store @ptr under allocated @index: the old value, or IDR_ERR_PTR(-ENOENT)
+ * if @index is not allocated, or of -ENOMEM as sparse_set(), with nothing
+ * changed. */
+void *tree_replace(struct idr *idr, uint64_t index, void *ptr)
+{
+	void *old;
+
+	switch (replace_in_leaf(idr, index, ptr, &old)) {
+	case TAKEN:
+		return old;
+	case NOT_ALLOCATED:
+		return IDR_ERR_PTR(-ENOENT);
+	case NEEDS_WALK:
+		break;
+	}
+	return replace_by_walk(idr, index, ptr);
 }
 
 /* The leaf slot of @index, or NULL if no leaf covers it; *@leaf gets the
