@@ -154,8 +154,51 @@ __attribute__((noinline)) static int64_t hint_finish(struct idr *idr, void *ptr,
 	return (int64_t)(index + idr_origin(idr));
 }
 
+/* What alloc_in_dir()'s allocation of @index in @leaf leaves for a call:
+ * a handle idr's generation, and a leaf it filled. */
+__attribute__((noinline)) static int64_t dir_finish(struct idr *idr, void *ptr,
+						    struct idr_node *leaf, uint64_t index,
+						    uint64_t start)
+{
+	void **slot = &leaf->slots[index & NODE_MASK];
+
+	publish(idr, slot, index, ptr);
+	if (!leaf->free)
+		leaf_filled(idr, leaf, index);
+	hint_set(idr, slot, index, start);
+	return (int64_t)(index + idr_origin(idr));
+}
+
+/* An allocation the hint could not answer, from @min's own leaf when the
+ * directory names it and it has room at or above @min (an allocation at a
+ * given ID, or from one, away from the last): no walk, and, as the hint's,
+ * no stack frame.  Else alloc_by_walk().  @min is at least the idr's base
+ * and at most @max. */
+__attribute__((noinline)) static int64_t alloc_in_dir(struct idr *idr, void *ptr,
+						      uint64_t min, uint64_t max,
+						      idr_gfp_t gfp)
+{
+	void **slot;
+
+	if (dir_lookup_any(idr, min, &slot) != DIR_LEAF)
+		return alloc_by_walk(idr, ptr, min, max, NULL, gfp);
+	unsigned from = (unsigned)(min & NODE_MASK);
+	struct idr_node *leaf = slot_leaf(slot, min);
+	uint64_t room = leaf->free & (~(uint64_t)0 << from);
+	if (!room || min - from + (uint64_t)__builtin_ctzll(room) > max)
+		return alloc_by_walk(idr, ptr, min, max, NULL, gfp);
+	unsigned off = (unsigned)__builtin_ctzll(room);
+	uint64_t origin = idr_origin(idr), index = min - from + off - origin;
+	leaf->free &= ~((uint64_t)1 << off);
+	if (__builtin_expect(!leaf->free || idr_kind(idr) != KIND_PLAIN, 0))
+		return dir_finish(idr, ptr, leaf, index, min - origin);
+	slot_store(&leaf->slots[off], ptr);
+	hint_set(idr, &leaf->slots[off], index, min - origin);
+	return (int64_t)(index + origin);
+}
+
 /* The lowest free ID in [@min, @max] (IDs, both inclusive), or a negative
- * errno: alloc_by_walk(), unless the leaf of the last allocation has it,
+ * errno: alloc_in_dir(), unless the leaf of the last allocation has it,
  * which it does for most. */
 static inline __attribute__((always_inline)) int64_t
 alloc_in_tree(struct idr *idr, void *ptr, uint64_t min, uint64_t max, idr_gfp_t gfp)
@@ -163,8 +206,10 @@ alloc_in_tree(struct idr *idr, void *ptr, uint64_t min, uint64_t max, idr_gfp_t 
 	uint64_t lo = min < idr->idr_base ? idr->idr_base : min;
 	int off;
 
-	if (lo > max || (off = hint_offset(idr, lo, max)) < 0)
-		return alloc_by_walk(idr, ptr, min, max, NULL, gfp);
+	if (lo > max)
+		return -ENOSPC;
+	if ((off = hint_offset(idr, lo, max)) < 0)
+		return alloc_in_dir(idr, ptr, lo, max, gfp);
 	struct idr_node *leaf = idr->idr_hint;
 	uint64_t index = idr->idr_hint_base + (unsigned)off;
 	leaf->free &= ~((uint64_t)1 << off);

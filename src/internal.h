@@ -382,8 +382,23 @@ IDR_HIDDEN const struct idr_node *tree_leaf_parent(const struct idr *idr, uint64
 IDR_HIDDEN uint64_t tree_edge_leaf(const struct idr *idr, bool highest);
 IDR_HIDDEN void **dir_claim(struct idr *idr, uint64_t start, uint64_t max,
 			    uint64_t *index);
-IDR_HIDDEN void hint_set(struct idr *idr, void **slot, uint64_t index,
-			 uint64_t start);
+
+/*
+ * The allocation hint: the full leaf where the last allocation went
+ * (idr_hint, first index idr_hint_base), and whether every index from the
+ * base's up to it is taken (idr_hint_full, known when that search started
+ * there).  While its leaf has room, the next lowest-free search needs no
+ * walk: dense allocation goes from 4 dependent steps per ID to one (make
+ * bench, "dense alloc").  It is dropped when that leaf fills, and by any
+ * removal in it (the only way the leaf can be freed); a removal below it
+ * clears idr_hint_full.  Inline: three stores, on allocation fast paths.
+ */
+static inline void hint_set(struct idr *idr, void **slot, uint64_t index, uint64_t start)
+{
+	idr->idr_hint = slot_leaf(slot, index);
+	idr->idr_hint_base = (unsigned)(index & ~(uint64_t)NODE_MASK);
+	idr->idr_hint_full = start <= base_index(idr);
+}
 IDR_HIDDEN void leaf_filled(struct idr *idr, struct idr_node *leaf, uint64_t index);
 
 /* The offset in the hint leaf (tree.c, hint_set()) of the lowest free ID

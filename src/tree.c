@@ -307,22 +307,6 @@ void **tree_insert_found(struct path *p, uint64_t index)
 	return &leaf->slots[off];
 }
 
-/*
- * The allocation hint: the full leaf where the last allocation went
- * (idr_hint, first index idr_hint_base), and whether every index from the
- * base's up to it is taken (idr_hint_full, known when that search started
- * there).  While its leaf has room, the next lowest-free search needs no
- * walk: dense allocation goes from 4 dependent steps per ID to one (make
- * bench, "dense alloc").  It is dropped when that leaf fills, and by any
- * removal in it (the only way the leaf can be freed); a removal below it
- * clears idr_hint_full.
- */
-void hint_set(struct idr *idr, void **slot, uint64_t index, uint64_t start)
-{
-	idr->idr_hint = slot_leaf(slot, index);
-	idr->idr_hint_base = (unsigned)(index & ~(uint64_t)NODE_MASK);
-	idr->idr_hint_full = start <= base_index(idr);
-}
 
 /* A removal in the hint leaf may change or free the leaf: drop the hint.
  * One below it opens a hole there: the hint stays, but no longer vouches
