@@ -97,32 +97,23 @@ static int alloc_slow(struct idr *idr, void *ptr, uint64_t index,
 	return 0;
 }
 
-/* An allocation the hint could not answer: the lowest free ID in [@min,
- * @max] (IDs, both inclusive) through the directory's leaf for @min, else
- * a walk, and new nodes if it takes them; or a negative errno.  Nodes come
- * from @fixed when given (the deprecated API's per-idr reserve: -EAGAIN
- * when it is too small), else from the stash and then the allocator.  Out
- * of line, so that allocations the hint answers pay for none of its stack
- * frame (bench/README.md: each instruction costs). */
+/* An allocation neither the hint nor the directory's leaf answered: the
+ * lowest free ID in [@min, @max] (IDs, both inclusive; @min at least the
+ * idr's base and at most @max) by a walk, and new nodes if it takes them;
+ * or a negative errno.  Nodes come from @fixed when given (the deprecated
+ * API's per-idr reserve: -EAGAIN when it is too small), else from the
+ * stash and then the allocator.  Out of line, so that the allocations the
+ * others answer pay for none of its stack frame (bench/README.md: each
+ * instruction costs). */
 __attribute__((noinline)) static int64_t alloc_by_walk(struct idr *idr, void *ptr,
 						       uint64_t min, uint64_t max,
 						       struct node_pool *fixed,
 						       idr_gfp_t gfp)
 {
-	uint64_t origin = idr_origin(idr), index;
+	uint64_t origin = idr_origin(idr), start = min - origin, index;
 	struct path p;
+	void **slot;
 
-	if (min < idr->idr_base)
-		min = idr->idr_base;
-	if (min > max)
-		return -ENOSPC;
-	uint64_t start = min - origin;
-	void **slot = dir_claim(idr, start, max - origin, &index);
-	if (slot) {
-		publish(idr, slot, index, ptr);
-		hint_set(idr, slot, index, start);
-		return (int64_t)(index + origin);
-	}
 	index = tree_find_free_path(idr, start, &p);
 	if (index > max - origin)
 		return -ENOSPC;
@@ -231,12 +222,14 @@ alloc_here(struct idr *idr, void *ptr, uint64_t min, uint64_t max, idr_gfp_t gfp
 	return id;
 }
 
-/* The old API's, with its reserve: always a walk, as it is the rare caller. */
+/* The old API's, with its reserve: always a walk, as it is the rare
+ * caller.  @min at most @max. */
 int64_t alloc_id(struct idr *idr, void *ptr, uint64_t min, uint64_t max,
 		 struct node_pool *fixed)
 {
 	writer_enter(idr, "idr_alloc");
-	int64_t id = alloc_by_walk(idr, ptr, min, max, fixed, IDR_GFP_NOWAIT);
+	int64_t id = alloc_by_walk(idr, ptr, min < idr->idr_base ? idr->idr_base : min, max,
+				   fixed, IDR_GFP_NOWAIT);
 	writer_exit(idr);
 	return id;
 }

@@ -380,8 +380,6 @@ IDR_HIDDEN void tree_destroy(struct idr *idr, void (*leaf_fn)(void *entry));
 IDR_HIDDEN void *tree_leaf_word(const struct idr *idr, uint64_t leaf);
 IDR_HIDDEN const struct idr_node *tree_leaf_parent(const struct idr *idr, uint64_t leaf);
 IDR_HIDDEN uint64_t tree_edge_leaf(const struct idr *idr, bool highest);
-IDR_HIDDEN void **dir_claim(struct idr *idr, uint64_t start, uint64_t max,
-			    uint64_t *index);
 
 /*
  * The allocation hint: the full leaf where the last allocation went

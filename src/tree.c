@@ -348,37 +348,6 @@ __attribute__((noinline)) void leaf_filled(struct idr *idr, struct idr_node *lea
 		idr->idr_hint = NULL;
 }
 
-/* Claim the lowest free index of @leaf (whose first index is @base) at
- * offset @from or above, if it is <= @max: its slot, still NULL, for the
- * caller to publish into, and the index in *@index.  NULL if there is none. */
-static void **leaf_claim(struct idr *idr, struct idr_node *leaf, uint64_t base,
-			 unsigned from, uint64_t max, uint64_t *index)
-{
-	uint64_t room = leaf->free & (~(uint64_t)0 << from);
-
-	if (!room || base + (uint64_t)__builtin_ctzll(room) > max)
-		return NULL;
-	unsigned off = (unsigned)__builtin_ctzll(room);
-	*index = base + off;
-	if (leaf_take(leaf, off))
-		leaf_filled(idr, leaf, *index);
-	return &leaf->slots[off];
-}
-
-/* The same for @start's own leaf, found through the directory: a free
- * index there at or above @start is the lowest one, with no walk.  This is
- * an allocation from a given ID (or at it) in a dense idr, away from where
- * the last one went. */
-void **dir_claim(struct idr *idr, uint64_t start, uint64_t max, uint64_t *index)
-{
-	void **slot = dir_slot(idr, start);
-
-	if (!slot)
-		return NULL;
-	return leaf_claim(idr, slot_leaf(slot, start), start & ~(uint64_t)NODE_MASK,
-			  (unsigned)(start & NODE_MASK), max, index);
-}
-
 static void path_mark_free(struct path *p)
 {
 	for (unsigned level = 1; level <= p->height; level++) {
