@@ -138,19 +138,11 @@ static long ida_hint_alloc(struct ida *ida, uint64_t min, uint64_t max)
 {
 	uint64_t *bitmap = ida->ida_hint;
 	uint64_t chunk = ida->ida_hint_chunk, base = chunk << IDA_CHUNK_BITS;
-	unsigned from;
+	long start;
 
-	if (!bitmap)
+	if (!bitmap || (start = hint_from(min, base, IDA_CHUNK_IDS, &ida->ida_hint_full)) < 0)
 		return -1;
-	if (min >= base) {
-		if (min - base >= IDA_CHUNK_IDS)
-			return -1;
-		from = (unsigned)(min - base);
-	} else if (ida->ida_hint_full) {
-		from = 0;
-	} else {
-		return -1;
-	}
+	unsigned from = (unsigned)start;
 	bool lowest = from <= ida->ida_hint_low;
 	unsigned b = first_zero(bitmap, lowest ? ida->ida_hint_low : from);
 	if (b == IDA_CHUNK_IDS || base + b > max)

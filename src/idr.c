@@ -132,31 +132,33 @@ __attribute__((noinline)) static int64_t alloc_by_walk(struct idr *idr, void *pt
 	return (int64_t)(index + origin);
 }
 
-/* What the hint's allocation of @index leaves for a call: a handle idr's
- * generation, and a leaf it filled.  Out of line, as alloc_by_walk() is. */
-__attribute__((noinline)) static int64_t hint_finish(struct idr *idr, void *ptr,
-						     uint64_t index)
+/* What a fast path's claim of @index in @leaf leaves for a call: a handle
+ * idr's generation, and a leaf it filled. */
+static inline void claim_finish(struct idr *idr, void *ptr, struct idr_node *leaf,
+				uint64_t index)
 {
-	struct idr_node *leaf = idr->idr_hint;
-
 	publish(idr, &leaf->slots[index & NODE_MASK], index, ptr);
 	if (!leaf->free)
 		leaf_filled(idr, leaf, index);
+}
+
+/* claim_finish() for the hint's allocation of @index.  Out of line, as
+ * alloc_by_walk() is. */
+__attribute__((noinline)) static int64_t hint_finish(struct idr *idr, void *ptr,
+						     uint64_t index)
+{
+	claim_finish(idr, ptr, idr->idr_hint, index);
 	return (int64_t)(index + idr_origin(idr));
 }
 
-/* What alloc_in_dir()'s allocation of @index in @leaf leaves for a call:
- * a handle idr's generation, and a leaf it filled. */
+/* claim_finish() for alloc_in_dir()'s allocation of @index in @leaf, which
+ * becomes the hint. */
 __attribute__((noinline)) static int64_t dir_finish(struct idr *idr, void *ptr,
 						    struct idr_node *leaf, uint64_t index,
 						    uint64_t start)
 {
-	void **slot = &leaf->slots[index & NODE_MASK];
-
-	publish(idr, slot, index, ptr);
-	if (!leaf->free)
-		leaf_filled(idr, leaf, index);
-	hint_set(idr, slot, index, start);
+	claim_finish(idr, ptr, leaf, index);
+	hint_set(idr, &leaf->slots[index & NODE_MASK], index, start);
 	return (int64_t)(index + idr_origin(idr));
 }
 
@@ -175,11 +177,11 @@ __attribute__((noinline)) static int64_t alloc_in_dir(struct idr *idr, void *ptr
 		return alloc_by_walk(idr, ptr, min, max, NULL, gfp);
 	unsigned from = (unsigned)(min & NODE_MASK);
 	struct idr_node *leaf = slot_leaf(slot, min);
-	uint64_t room = leaf->free & (~(uint64_t)0 << from);
-	if (!room || min - from + (uint64_t)__builtin_ctzll(room) > max)
+	uint64_t base = min & ~(uint64_t)NODE_MASK;
+	long off = leaf_room(leaf, base, from, max);
+	if (off < 0)
 		return alloc_by_walk(idr, ptr, min, max, NULL, gfp);
-	unsigned off = (unsigned)__builtin_ctzll(room);
-	uint64_t origin = idr_origin(idr), index = min - from + off - origin;
+	uint64_t origin = idr_origin(idr), index = base + (uint64_t)off - origin;
 	leaf->free &= ~((uint64_t)1 << off);
 	if (__builtin_expect(!leaf->free || idr_kind(idr) != KIND_PLAIN, 0))
 		return dir_finish(idr, ptr, leaf, index, min - origin);

@@ -399,8 +399,33 @@ static inline void hint_set(struct idr *idr, void **slot, uint64_t index, uint64
 }
 IDR_HIDDEN void leaf_filled(struct idr *idr, struct idr_node *leaf, uint64_t index);
 
-/* The offset in the hint leaf (tree.c, hint_set()) of the lowest free ID
- * in [@min, @max] (IDs, @min at least the idr's base and at most @max), if
+/* Where a hint's search starts in the span of @span IDs from @base that
+ * it names: at @start's offset when @start lies in the span, at 0 when
+ * @start lies below it and every ID below the span is known taken
+ * (*@full_below, read only then); -1 when the hint cannot tell.  The idr's
+ * hint and the IDA's share it. */
+static inline long hint_from(uint64_t start, uint64_t base, uint64_t span,
+			     const unsigned int *full_below)
+{
+	if (start >= base)
+		return start - base < span ? (long)(start - base) : -1;
+	return *full_below ? 0 : -1; /* else a hole below might come first */
+}
+
+/* The offset of @leaf's lowest free slot at offset @from or above whose
+ * ID (the leaf's first is @base) is at most @max; -1 if it has none. */
+static inline long leaf_room(const struct idr_node *leaf, uint64_t base, unsigned from,
+			     uint64_t max)
+{
+	uint64_t room = leaf->free & (~(uint64_t)0 << from);
+
+	if (!room || base + (uint64_t)__builtin_ctzll(room) > max)
+		return -1;
+	return __builtin_ctzll(room);
+}
+
+/* The offset in the hint leaf (hint_set() above) of the lowest free ID in
+ * [@min, @max] (IDs, @min at least the idr's base and at most @max), if
  * the hint can tell: -1 if it cannot.  Inline: it is most allocations'
  * whole search.  In IDs rather than indices, so that its caller keeps
  * fewer values at hand. */
@@ -408,21 +433,11 @@ static inline int hint_offset(const struct idr *idr, uint64_t min, uint64_t max)
 {
 	const struct idr_node *leaf = idr->idr_hint;
 	uint64_t base = idr->idr_hint_base + idr_origin(idr);
-	unsigned from = 0;
+	long from;
 
-	if (!leaf)
+	if (!leaf || (from = hint_from(min, base, NODE_SLOTS, &idr->idr_hint_full)) < 0)
 		return -1;
-	if (min >= base) {
-		if (min - base >= NODE_SLOTS)
-			return -1;
-		from = (unsigned)(min - base);
-	} else if (!idr->idr_hint_full) {
-		return -1; /* a hole below the leaf might come first */
-	}
-	uint64_t room = leaf->free & (~(uint64_t)0 << from);
-	if (!room || base + (uint64_t)__builtin_ctzll(room) > max)
-		return -1;
-	return __builtin_ctzll(room);
+	return (int)leaf_room(leaf, base, (unsigned)from, max);
 }
 
 /* Lockless-reader safe: the non-NULL entries with IDs up to INT_MAX, in

@@ -307,7 +307,6 @@ void **tree_insert_found(struct path *p, uint64_t index)
 	return &leaf->slots[off];
 }
 
-
 /* A removal in the hint leaf may change or free the leaf: drop the hint.
  * One below it opens a hole there: the hint stays, but no longer vouches
  * for what lies below (cyclic allocation removes behind its cursor and
