@@ -22,7 +22,7 @@ MANDIR   ?= $(PREFIX)/share/man
 PKGDIR   ?= $(LIBDIR)/pkgconfig
 DESTDIR  ?=
 
-VERSION  := 0.3.0
+VERSION  := 0.4.0
 SOMAJOR  := 0
 SONAME   := libidr.so.$(SOMAJOR)
 
@@ -62,9 +62,10 @@ $(O)/obj $(O)/tests $(O)/examples $(O)/bench:
 	mkdir -p $@
 
 # -Bsymbolic-functions: the library's own calls to its API (ida_alloc's
-# idr_lock, for one) go straight to it, not through its PLT.
-$(O)/libidr.so: $(OBJS)
-	$(CC) $(SANFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,-Bsymbolic-functions -o $@.$(VERSION) $^ $(LDLIBS)
+# idr_lock, for one) go straight to it, not through its PLT.  The Makefile
+# is a prerequisite so that a new VERSION names a new file.
+$(O)/libidr.so: $(OBJS) Makefile
+	$(CC) $(SANFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,-Bsymbolic-functions -o $@.$(VERSION) $(OBJS) $(LDLIBS)
 	ln -sf libidr.so.$(VERSION) $(O)/$(SONAME)
 	ln -sf libidr.so.$(VERSION) $@
 

@@ -53,7 +53,7 @@ extern "C" {
 #endif
 
 #define IDR_VERSION_MAJOR 0
-#define IDR_VERSION_MINOR 2
+#define IDR_VERSION_MINOR 4
 
 /* ---------------------------------------------------------------------- */
 /* Allocation flags: userspace stand-ins for the kernel's gfp_t.           */
@@ -149,6 +149,111 @@ void idr_init_flags(struct idr *idr, int base, unsigned int flags);
 void idr_destroy(struct idr *idr);
 
 /* ---------------------------------------------------------------------- */
+/* Not for direct use: what the inline fast paths below share with the     */
+/* library (part of the ABI since 0.4.0, docs/guarantees.md).              */
+
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(IDR_NO_INLINE)
+#define IDR__INLINE 1
+#else
+#define IDR__INLINE 0
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+/* This thread's preload section depth, and whether its stash is known to be
+ * full: the value of idr__stocked_kinds it was last found full for, 0 when
+ * something may be missing.  Its address is also the thread's token in
+ * idr_lock()'s owner field (unique among live threads).  initial-exec: a
+ * load or store at a fixed offset from the thread pointer, never a call. */
+struct idr__thread_state {
+	unsigned int preload_depth;
+	unsigned int preload_ready;
+};
+extern __thread struct idr__thread_state idr__thread
+	__attribute__((tls_model("initial-exec")));
+/* The node kinds idr_preload() stocks; only ever gains bits. */
+extern unsigned int idr__stocked_kinds;
+
+void idr__preload_slow(unsigned int kinds);
+void idr__preload_unmatched(void);
+void idr__lock_unowned(struct idr *idr, void *owner);
+void idr__word_lock(int *word);
+void idr__word_unlock(int *word);
+void idr__wake_revokers(struct idr *idr);
+
+/* idr_preload()'s whole common case: one compare on the thread's state. */
+static inline void idr__preload_fast(void)
+{
+	unsigned int kinds = __atomic_load_n(&idr__stocked_kinds, __ATOMIC_RELAXED);
+
+	idr__thread.preload_depth++;
+	if (__builtin_expect(idr__thread.preload_ready != kinds, 0))
+		idr__preload_slow(kinds);
+}
+
+static inline void idr__preload_end_fast(void)
+{
+	if (__builtin_expect(idr__thread.preload_depth == 0, 0))
+		idr__preload_unmatched();
+	else
+		idr__thread.preload_depth--;
+}
+
+static inline void *idr__lock_token(void)
+{
+	return (void *)&idr__thread;
+}
+
+/* The lock's owner leaves the bias; a revoker may be waiting for busy to
+ * drop (src/lock.c explains the protocol). */
+static inline void idr__leave_biased(struct idr *idr)
+{
+	__atomic_store_n(&idr->idr_lock_busy, 0, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (__builtin_expect(__atomic_load_n(&idr->idr_lock_revoke, __ATOMIC_RELAXED), 0))
+		idr__wake_revokers(idr);
+}
+
+/* The owner enters through the bias, unless a revoker has asked for the
+ * lock: then it backs out.  No fence: the revoker's membarrier() orders
+ * the store before the load, as far as the revoker can tell. */
+static inline bool idr__enter_biased(struct idr *idr)
+{
+	__atomic_store_n(&idr->idr_lock_busy, 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (__builtin_expect(!__atomic_load_n(&idr->idr_lock_revoke, __ATOMIC_ACQUIRE), 1))
+		return true;
+	idr__leave_biased(idr);
+	return false;
+}
+
+/* idr_lock(): the owner only tests and stores; everything else is a call. */
+static inline void idr__lock_fast(struct idr *idr)
+{
+	void *owner = __atomic_load_n(&idr->idr_lock_owner, __ATOMIC_ACQUIRE);
+
+	if (__builtin_expect(owner != idr__lock_token(), 0)) {
+		idr__lock_unowned(idr, owner);
+		return;
+	}
+	if (__builtin_expect(!idr__enter_biased(idr), 0)) /* being revoked */
+		idr__word_lock(&idr->idr_lock_word);
+}
+
+/* idr_unlock().  Only the owner ever sets busy, and only while it holds
+ * the lock through the bias; anyone else holds the word. */
+static inline void idr__unlock_fast(struct idr *idr)
+{
+	if (__builtin_expect(__atomic_load_n(&idr->idr_lock_owner, __ATOMIC_RELAXED) !=
+				     idr__lock_token() ||
+			     !__atomic_load_n(&idr->idr_lock_busy, __ATOMIC_RELAXED), 0)) {
+		idr__word_unlock(&idr->idr_lock_word);
+		return;
+	}
+	idr__leave_biased(idr);
+}
+#endif
+
+/* ---------------------------------------------------------------------- */
 /* Preloading: the simplified 2013 API.                                    */
 
 /**
@@ -168,7 +273,15 @@ void idr_destroy(struct idr *idr);
  * Return: nothing.  It never fails: if the allocator fails the stash stays
  *         partly filled and a later allocation may return -ENOMEM.
  */
+#if IDR__INLINE
+static inline void idr_preload(idr_gfp_t gfp)
+{
+	(void)gfp; /* userspace allocators have no non-blocking mode to pick */
+	idr__preload_fast();
+}
+#else
 void idr_preload(idr_gfp_t gfp);
+#endif
 
 /**
  * idr_preload_end - close the section opened by idr_preload().
@@ -176,7 +289,14 @@ void idr_preload(idr_gfp_t gfp);
  * builds with IDR_DEBUG defined).
  * Context: the thread that called idr_preload().  Does not allocate.
  */
+#if IDR__INLINE
+static inline void idr_preload_end(void)
+{
+	idr__preload_end_fast();
+}
+#else
 void idr_preload_end(void);
+#endif
 
 /**
  * idr_preload_drain - free this thread's stash now instead of at thread exit.
@@ -285,7 +405,7 @@ static inline void *idr__find_fast(const struct idr *idr, unsigned long id)
 }
 #endif
 
-#if (defined(__GNUC__) || defined(__clang__)) && !defined(IDR_NO_INLINE_FIND)
+#if IDR__INLINE && !defined(IDR_NO_INLINE_FIND)
 static inline void *idr_find(const struct idr *idr, unsigned long id)
 {
 	return idr__find_fast(idr, id);
@@ -528,8 +648,20 @@ idr_handle_t idr_handle_of(const struct idr *idr, unsigned long id);
  *          installed later), a revoking idr_lock() reports and aborts, as
  *          liburcu does in the same case.
  */
+#if IDR__INLINE
+static inline void idr_lock(struct idr *idr)
+{
+	idr__lock_fast(idr);
+}
+
+static inline void idr_unlock(struct idr *idr)
+{
+	idr__unlock_fast(idr);
+}
+#else
 void idr_lock(struct idr *idr);
 void idr_unlock(struct idr *idr);
+#endif
 
 /**
  * idr_rcu_read_lock / idr_rcu_read_unlock - open and close an RCU read-side

@@ -26,11 +26,11 @@ static void free_bitmap(void *bitmap)
 
 void ida_destroy(struct ida *ida)
 {
-	lock_enter(&ida->ida_rt);
+	idr__lock_fast(&ida->ida_rt);
 	tree_destroy(&ida->ida_rt, free_bitmap);
 	__atomic_store_n(&ida->ida_bitmaps, 0, __ATOMIC_RELAXED);
 	ida->ida_hint = NULL;
-	lock_leave(&ida->ida_rt);
+	idr__unlock_fast(&ida->ida_rt);
 }
 
 static uint64_t *chunk_bitmap(const struct ida *ida, uint64_t chunk)
@@ -201,9 +201,9 @@ int ida_alloc_range(struct ida *ida, unsigned int min, unsigned int max,
 		max = INT_MAX;
 	if (min > max)
 		return -ENOSPC;
-	lock_enter(&ida->ida_rt);
+	idr__lock_fast(&ida->ida_rt);
 	int ret = alloc_locked(ida, min, max);
-	lock_leave(&ida->ida_rt);
+	idr__unlock_fast(&ida->ida_rt);
 	return ret;
 }
 
@@ -244,10 +244,10 @@ void ida_free(struct ida *ida, unsigned int id)
 	uint64_t chunk = id >> IDA_CHUNK_BITS;
 	unsigned b = id % IDA_CHUNK_IDS;
 
-	lock_enter(&ida->ida_rt);
+	idr__lock_fast(&ida->ida_rt);
 	uint64_t *bitmap = chunk_bitmap(ida, chunk);
 	if (!test_bit_in(bitmap, b)) {
-		lock_leave(&ida->ida_rt);
+		idr__unlock_fast(&ida->ida_rt);
 		report("ida_free", "ID %u is not allocated", id);
 		return;
 	}
@@ -265,15 +265,15 @@ void ida_free(struct ida *ida, unsigned int id)
 	} else if (was_full) {
 		tree_mark_free(&ida->ida_rt, chunk);
 	}
-	lock_leave(&ida->ida_rt);
+	idr__unlock_fast(&ida->ida_rt);
 }
 
 bool ida_exists(struct ida *ida, unsigned int id)
 {
-	lock_enter(&ida->ida_rt);
+	idr__lock_fast(&ida->ida_rt);
 	bool ret = test_bit_in(chunk_bitmap(ida, id >> IDA_CHUNK_BITS),
 			       id % IDA_CHUNK_IDS);
-	lock_leave(&ida->ida_rt);
+	idr__unlock_fast(&ida->ida_rt);
 	return ret;
 }
 

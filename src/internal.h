@@ -8,9 +8,9 @@
 #include <urcu-bp.h>
 #include <urcu/call-rcu.h>
 
-/* The library defines the idr_find() that callers built without idr.h's
- * inline one call (idr.c). */
-#define IDR_NO_INLINE_FIND
+/* The library defines the out-of-line idr_find(), idr_lock(), idr_preload()
+ * and friends that callers built without idr.h's inline ones call. */
+#define IDR_NO_INLINE
 #include "idr.h"
 
 #define IDR_HIDDEN __attribute__((visibility("hidden")))
@@ -569,66 +569,12 @@ static inline bool sparse_next(const void *word, unsigned from, unsigned *off,
 }
 IDR_HIDDEN struct idr_node *node_new(struct idr *idr, struct node_pool *pool);
 
-/* lock.c: idr_lock()'s fast paths, inline here so that the IDA, which
- * locks its idr for every call, pays no call for them (an empty call and
- * return costs about 2 ns on some hosts: bench/README.md). */
-extern _Thread_local char lock_token __attribute__((tls_model("initial-exec")))
-	IDR_HIDDEN;
-#define ME ((void *)&lock_token)
-IDR_HIDDEN void word_lock(int *word);
-IDR_HIDDEN void word_unlock(int *word);
-IDR_HIDDEN void wake_revokers(struct idr *idr);
-IDR_HIDDEN void lock_unowned(struct idr *idr, void *owner);
-
-static inline void leave_biased(struct idr *idr)
-{
-	__atomic_store_n(&idr->idr_lock_busy, 0, __ATOMIC_RELEASE);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (__builtin_expect(__atomic_load_n(&idr->idr_lock_revoke, __ATOMIC_RELAXED), 0))
-		wake_revokers(idr);
-}
-
-/* The owner enters through the bias, unless a revoker has asked for the
- * lock: then it backs out (a revoker may be waiting for busy to drop). */
-static inline bool enter_biased(struct idr *idr)
-{
-	__atomic_store_n(&idr->idr_lock_busy, 1, __ATOMIC_RELAXED);
-	/* No fence: the revoker's membarrier() orders this store before the
-	 * load below, as far as the revoker can tell. */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (__builtin_expect(!__atomic_load_n(&idr->idr_lock_revoke, __ATOMIC_ACQUIRE), 1))
-		return true;
-	leave_biased(idr);
-	return false;
-}
-
-/* idr_lock(): the owner's fast path only tests and stores; everything else
- * is a call, so that it needs no stack frame.  Counted with callgrind, the
- * pair had been 34 of the 60 instructions the seed pattern added to an
- * allocation; it is 27 now (docs/performance-history.md). */
-static inline void lock_enter(struct idr *idr)
-{
-	void *owner = __atomic_load_n(&idr->idr_lock_owner, __ATOMIC_ACQUIRE);
-
-	if (__builtin_expect(owner != ME, 0)) {
-		lock_unowned(idr, owner);
-		return;
-	}
-	if (__builtin_expect(!enter_biased(idr), 0)) /* being revoked */
-		word_lock(&idr->idr_lock_word);
-}
-
-/* idr_unlock().  Only the owner ever sets busy, and only while it holds
- * the lock through the bias; anyone else holds the word. */
-static inline void lock_leave(struct idr *idr)
-{
-	if (__builtin_expect(__atomic_load_n(&idr->idr_lock_owner, __ATOMIC_RELAXED) != ME ||
-			     !__atomic_load_n(&idr->idr_lock_busy, __ATOMIC_RELAXED), 0)) {
-		word_unlock(&idr->idr_lock_word);
-		return;
-	}
-	leave_biased(idr);
-}
+/* lock.c: the lock's fast paths are idr.h's (idr__lock_fast() and
+ * idr__unlock_fast()), inline here too, so that the IDA, which locks its
+ * idr for every call, pays no call for them (an empty call and return
+ * costs about 2 ns on some hosts: bench/README.md).  ME is this thread's
+ * token in idr_lock_owner. */
+#define ME idr__lock_token()
 
 /* rcu.c */
 /* @fn(@head) after a grace period, in libidr's next batch (src/rcu.c):

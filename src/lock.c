@@ -31,8 +31,11 @@
  * and someone may be asleep on it, so an unlock only enters the kernel
  * when a waiter may exist.
  *
- * The owner's fast paths are in internal.h, so that the IDA, which takes
- * the lock on every call, inlines them.
+ * The owner's fast paths are inline in idr.h (idr__lock_fast(),
+ * idr__unlock_fast()): callers that lock an idr for every allocation, the
+ * seed pattern's users and the IDA, pay no call for them.  So the fields
+ * they touch and what they do with them are part of the ABI
+ * (docs/guarantees.md); everything here, their slow paths, is not.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -71,10 +74,9 @@ enum { UNLOCKED, LOCKED, CONTENDED };
 static const char revoked_mark;
 #define REVOKED ((void *)&revoked_mark)
 
-/* This thread's token (ME, internal.h): its address is unique among live
- * threads.  A new thread may reuse an exited owner's address and inherit its
- * biases, which is safe: one live thread still owns each. */
-_Thread_local char lock_token __attribute__((tls_model("initial-exec")));
+/* This thread's token (ME) is the address of its idr__thread: unique among
+ * live threads.  A new thread may reuse an exited owner's address and
+ * inherit its biases, which is safe: one live thread still owns each. */
 
 static void futex_wait(int *word, int val)
 {
@@ -110,9 +112,8 @@ static bool try_take(int *word)
 }
 
 /* Out of line, like everything here: the owner's fast paths, which call
- * these, are inline in internal.h (lock_enter(), lock_leave()) and need no
- * stack frame. */
-__attribute__((noinline)) void word_lock(int *word)
+ * these, are inline (idr.h) and need no stack frame. */
+__attribute__((noinline)) void idr__word_lock(int *word)
 {
 	for (int paused = 0, gap = 1; paused < SPIN_PAUSES; paused += gap) {
 		if (__atomic_load_n(word, __ATOMIC_RELAXED) == UNLOCKED && try_take(word))
@@ -129,7 +130,7 @@ __attribute__((noinline)) void word_lock(int *word)
 		futex_wait(word, CONTENDED);
 }
 
-__attribute__((noinline)) void word_unlock(int *word)
+__attribute__((noinline)) void idr__word_unlock(int *word)
 {
 	if (__atomic_exchange_n(word, UNLOCKED, __ATOMIC_RELEASE) == CONTENDED)
 		futex_wake(word, 1);
@@ -177,7 +178,7 @@ static void barrier_everywhere(void)
 }
 
 /* Out of line, so that the owner's unlock needs no stack frame. */
-__attribute__((noinline)) void wake_revokers(struct idr *idr)
+__attribute__((noinline)) void idr__wake_revokers(struct idr *idr)
 {
 	futex_wake(&idr->idr_lock_busy, INT_MAX);
 }
@@ -212,17 +213,17 @@ __attribute__((noinline)) static void lock_slow(struct idr *idr)
 			owner = claim;
 	}
 	if (owner == ME) {
-		if (enter_biased(idr))
+		if (idr__enter_biased(idr))
 			return;
 	} else if (owner != REVOKED) {
 		revoke_bias(idr);
 	}
-	word_lock(&idr->idr_lock_word);
+	idr__word_lock(&idr->idr_lock_word);
 }
 
 /* Any thread but the owner: the word if the bias is gone, else the first
  * lock or a revocation. */
-__attribute__((noinline)) void lock_unowned(struct idr *idr, void *owner)
+__attribute__((noinline)) void idr__lock_unowned(struct idr *idr, void *owner)
 {
 	if (owner == REVOKED && try_take(&idr->idr_lock_word))
 		return;
@@ -231,10 +232,10 @@ __attribute__((noinline)) void lock_unowned(struct idr *idr, void *owner)
 
 void idr_lock(struct idr *idr)
 {
-	lock_enter(idr);
+	idr__lock_fast(idr);
 }
 
 void idr_unlock(struct idr *idr)
 {
-	lock_leave(idr);
+	idr__unlock_fast(idr);
 }

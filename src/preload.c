@@ -98,13 +98,11 @@ struct shelf {
 	unsigned count;
 };
 
+/* The thread's section depth and whether its stash is full are
+ * idr__thread's (idr.h), where the inline idr_preload() reads them; whatever
+ * takes from the stash (or asks it for a directory) clears preload_ready. */
 struct stash {
 	struct shelf shelf[NODE_KINDS];
-	unsigned depth; /* open idr_preload() sections */
-	/* The stocked_kinds value this stash was last found full for, 0 when
-	 * anything may be missing: idr_preload()'s one test.  Whatever takes
-	 * from the stash (or asks it for a directory) clears it. */
-	unsigned ready;
 	bool registered; /* thread-exit destructor armed */
 	/* A lookup directory for a NOWAIT allocation to grow into (dir.c):
 	 * dir_want is the capacity the last one to go without needed. */
@@ -118,9 +116,13 @@ struct stash {
  * covers even when libidr is dlopen()ed. */
 static _Thread_local struct stash stash __attribute__((tls_model("initial-exec")));
 
+/* initial-exec for the same reason; the inline fast paths in callers
+ * reach it the same way. */
+__thread struct idr__thread_state idr__thread __attribute__((tls_model("initial-exec")));
+
 /* Which kinds idr_preload() stocks: plain nodes and a compact leaf always,
  * the larger kind once the process has a handle idr.  Never cleared. */
-static unsigned stocked_kinds = 1u << KIND_PLAIN | 1u << KIND_COMPACT;
+unsigned idr__stocked_kinds = 1u << KIND_PLAIN | 1u << KIND_COMPACT;
 
 /* An insertion takes at most one compact leaf. */
 static unsigned shelf_target(unsigned kind)
@@ -130,16 +132,18 @@ static unsigned shelf_target(unsigned kind)
 
 void stock_kind(enum node_kind kind)
 {
-	if (!(__atomic_load_n(&stocked_kinds, __ATOMIC_RELAXED) & (1u << kind)))
-		__atomic_fetch_or(&stocked_kinds, 1u << kind, __ATOMIC_RELAXED);
+	if (!(__atomic_load_n(&idr__stocked_kinds, __ATOMIC_RELAXED) & (1u << kind)))
+		__atomic_fetch_or(&idr__stocked_kinds, 1u << kind, __ATOMIC_RELAXED);
 }
 
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
+/* Runs on the thread that owns @s (at its exit, or for the main thread at
+ * the process's), so idr__thread is that thread's too. */
 static void stash_free(struct stash *s)
 {
-	s->ready = 0;
+	idr__thread.preload_ready = 0;
 	for (unsigned k = 0; k < NODE_KINDS; k++) {
 		struct shelf *sh = &s->shelf[k];
 
@@ -156,9 +160,9 @@ static void thread_exit(void *arg)
 {
 	struct stash *s = arg;
 
-	if (s->depth)
+	if (idr__thread.preload_depth)
 		report("idr_preload", "thread exits inside %u preload section(s)",
-		       s->depth);
+		       idr__thread.preload_depth);
 	stash_free(s);
 }
 
@@ -182,7 +186,7 @@ static void arm_thread_exit(void)
 
 bool in_preload(void)
 {
-	return stash.depth != 0;
+	return idr__thread.preload_depth != 0;
 }
 
 struct leafdir *stash_take_dir(size_t cap)
@@ -197,7 +201,7 @@ struct leafdir *stash_take_dir(size_t cap)
 
 void stash_want_dir(size_t cap)
 {
-	stash.ready = 0;
+	idr__thread.preload_ready = 0;
 	if (cap > stash.dir_want)
 		stash.dir_want = cap;
 }
@@ -240,39 +244,34 @@ static bool stock_up(unsigned kinds)
 	return !stash.dir_want;
 }
 
-/* Registration and restocking, out of line: idr_preload()'s common case is
- * one compare on the thread's stash and saves no registers. */
-__attribute__((noinline, cold)) static void preload_slow(unsigned kinds)
+/* Registration and restocking, out of line: idr_preload()'s common case
+ * (idr__preload_fast(), idr.h) is one compare on the thread's state.
+ * @kinds is never 0 and only gains bits: a stash found full for the kinds
+ * of old is not full for a new kind. */
+__attribute__((noinline, cold)) void idr__preload_slow(unsigned kinds)
 {
 	if (!stash.registered)
 		arm_thread_exit();
-	stash.ready = stock_up(kinds) && stash.registered ? kinds : 0;
+	idr__thread.preload_ready = stock_up(kinds) && stash.registered ? kinds : 0;
+}
+
+__attribute__((noinline, cold)) void idr__preload_unmatched(void)
+{
+	report("idr_preload_end", "called without a matching idr_preload()");
+#ifdef IDR_DEBUG
+	abort();
+#endif
 }
 
 void idr_preload(idr_gfp_t gfp)
 {
-	/* Never 0, and it only gains bits: a stash found full for the kinds
-	 * of old is not full for a new kind. */
-	unsigned kinds = __atomic_load_n(&stocked_kinds, __ATOMIC_RELAXED);
-
 	(void)gfp; /* userspace allocators have no non-blocking mode to pick */
-	stash.depth++;
-	if (__builtin_expect(stash.ready == kinds, 1))
-		return;
-	preload_slow(kinds);
+	idr__preload_fast();
 }
 
 void idr_preload_end(void)
 {
-	if (!stash.depth) {
-		report("idr_preload_end",
-		       "called without a matching idr_preload()");
-#ifdef IDR_DEBUG
-		abort();
-#endif
-		return;
-	}
-	stash.depth--;
+	idr__preload_end_fast();
 }
 
 void idr_preload_drain(void)
@@ -287,7 +286,7 @@ static void *shelf_or_alloc(struct shelf *sh, unsigned kind)
 {
 	if (!sh->count)
 		return mem_alloc(kind_bytes(kind));
-	stash.ready = 0;
+	idr__thread.preload_ready = 0;
 	return sh->node[--sh->count];
 }
 

@@ -547,6 +547,42 @@ TEST(unmatched_preload_end_is_reported)
 	CHECK_EQ(tu_diag_count(), 1);
 }
 
+/* idr.h's inline idr_preload()/idr_preload_end() and idr_lock()/idr_unlock()
+ * and the library's functions of those names (what programs built with
+ * IDR_NO_INLINE or an older header call) keep one state between them. */
+TEST(inline_and_library_fast_paths_share_their_state)
+{
+	struct idr idr;
+
+	idr_init(&idr);
+	tu_library_preload(IDR_GFP_KERNEL); /* stocks the stash */
+	idr_preload(IDR_GFP_KERNEL);        /* nests */
+	tu_fail_thread(true);
+	long calls = tu_calls();
+	CHECK_EQ(idr_alloc(&idr, P(0), 0, 0, IDR_GFP_NOWAIT), 0);
+	CHECK_EQ(tu_calls(), calls); /* the library's preload filled it */
+	tu_fail_thread(false);
+	tu_library_preload_end();
+	idr_preload_end();
+	CHECK_EQ(tu_diag_count(), 0);
+	tu_library_preload_end(); /* unmatched: each side sees the depth 0 */
+	idr_preload_end();
+	CHECK_EQ(tu_diag_count(), 2);
+	CHECK(strstr(tu_diag_last(), "idr_preload_end") != NULL);
+
+	idr_lock(&idr); /* biased to this thread from here on */
+	CHECK(idr.idr_lock_owner != NULL);
+	CHECK_EQ(idr.idr_lock_busy, 1);
+	tu_library_unlock(&idr);
+	CHECK_EQ(idr.idr_lock_busy, 0);
+	tu_library_lock(&idr);
+	CHECK_EQ(idr.idr_lock_busy, 1);
+	idr_unlock(&idr);
+	CHECK_EQ(idr.idr_lock_busy, 0);
+	CHECK_EQ(idr.idr_lock_word, 0);
+	idr_destroy(&idr);
+}
+
 /* With no hooks set, nodes come from malloc() and go back to free(), and a
  * diagnostic goes to stderr as "libidr: <function>: <message>". */
 TEST(the_default_allocator_and_diagnostic_work)

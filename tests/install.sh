@@ -98,6 +98,11 @@ done
 if [ -n "$version" ] && [ -z "$stale" ]; then ok man_pages_name_the_release
 else ko man_pages_name_the_release "not libidr $version:$stale"; fi
 
+# The header's IDR_VERSION_MAJOR.IDR_VERSION_MINOR is that release's.
+hdr=$(sed -n 's/^#define IDR_VERSION_\(MAJOR\|MINOR\) \([0-9]*\)$/\2/p' "$P/include/idr.h" | paste -sd.)
+if [ -n "$version" ] && [ "$hdr" = "${version%.*}" ]; then ok header_names_the_release
+else ko header_names_the_release "idr.h says $hdr, pkg-config $version"; fi
+
 # The shared library's exported names are the API: each carries the idr_
 # or ida_ prefix, and each function the header documents is among them.
 exported=$(nm -D --defined-only "$P/lib/libidr.so.0" | awk '{ print $3 }')

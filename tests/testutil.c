@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#define IDR_NO_INLINE /* the tu_library_*() below call the library's functions */
 #include "testutil.h"
 
 #include <pthread.h>
@@ -344,4 +345,29 @@ void tu_hold_against_waiter(struct idr *idr, int *watch, int asleep)
 	CHECK_EQ(s.got, 1);
 	CHECK_EQ(idr->idr_lock_word, 0);
 	CHECK_EQ(idr->idr_lock_busy, 0);
+}
+
+void *tu_library_find(const struct idr *idr, unsigned long id)
+{
+	return idr_find(idr, id);
+}
+
+void tu_library_preload(idr_gfp_t gfp)
+{
+	idr_preload(gfp);
+}
+
+void tu_library_preload_end(void)
+{
+	idr_preload_end();
+}
+
+void tu_library_lock(struct idr *idr)
+{
+	idr_lock(idr);
+}
+
+void tu_library_unlock(struct idr *idr)
+{
+	idr_unlock(idr);
 }

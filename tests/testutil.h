@@ -10,8 +10,16 @@
 
 #include "idr.h"
 
-/* The library's own idr_find(), which idr.h's inline one stands in for. */
-void *tu_library_find(const struct idr *idr, unsigned long id) __asm__("idr_find");
+/* The library's own functions, which idr.h's inline ones stand in for:
+ * what programs built with IDR_NO_INLINE, without gcc or clang, or against
+ * an older header call.  testutil.c, built with IDR_NO_INLINE, calls them
+ * (an asm label naming them would reach a TU's own copy of the inline
+ * function wherever the compiler emits one, as at -O0). */
+void *tu_library_find(const struct idr *idr, unsigned long id);
+void tu_library_preload(idr_gfp_t gfp);
+void tu_library_preload_end(void);
+void tu_library_lock(struct idr *idr);
+void tu_library_unlock(struct idr *idr);
 
 typedef void (*tu_test_fn)(void);
 void tu_register(const char *name, tu_test_fn fn);
