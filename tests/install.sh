@@ -2,7 +2,8 @@
 # What `make install` gives a user: after a plain `make`, an install to
 # another PREFIX (and under DESTDIR) carries a pkg-config file naming that
 # PREFIX; a program built with `pkg-config --cflags --libs idr`, shared or
-# static, runs the seed workflow; every documented function has a man page
+# static, runs the seed workflow, and so does a dlopen()ed plugin built
+# with the header; every documented function has a man page
 # and is exported, and nothing else is, by libidr.so or libidr.a (whose
 # internal names cannot clash with a program's); libidr.so's calls to its
 # own functions do not go through its PLT; `make uninstall` leaves no file
@@ -68,6 +69,35 @@ if $CC -std=c11 -Wall -Werror -o "$tmp/app" "$tmp/app.c" $(pkg-config --cflags -
 	ok shared_link_through_pkg_config
 else
 	ko shared_link_through_pkg_config "build, run or soname failed"
+fi
+# A plugin built with the header, whose inline preload and lock reach
+# libidr's thread-local state at a fixed offset (initial-exec), and a host
+# that does not link libidr and dlopen()s the plugin, so that libidr.so
+# comes in with it: glibc's spare static TLS must take both.
+sed 's/^int main(void)$/int plugin_run(void)/' "$tmp/app.c" > "$tmp/plugin.c"
+cat > "$tmp/host.c" <<'EOF'
+#include <dlfcn.h>
+#include <stdio.h>
+
+int main(int argc, char **argv)
+{
+	void *h = dlopen(argc > 1 ? argv[1] : "", RTLD_NOW);
+	int (*run)(void) = h ? (int (*)(void))dlsym(h, "plugin_run") : NULL;
+
+	if (!run) {
+		printf("%s\n", dlerror());
+		return 1;
+	}
+	return run();
+}
+EOF
+if $CC -std=c11 -Wall -Werror -fPIC -shared -o "$tmp/plugin.so" "$tmp/plugin.c" \
+	$(pkg-config --cflags --libs idr) &&
+   $CC -std=c11 -Wall -Werror -o "$tmp/host" "$tmp/host.c" -ldl &&
+   [ "$(LD_LIBRARY_PATH="$P/lib" "$tmp/host" "$tmp/plugin.so")" = "1 1" ]; then
+	ok dlopened_plugin_runs_the_inline_seed_pattern
+else
+	ko dlopened_plugin_runs_the_inline_seed_pattern "build or run failed: $(LD_LIBRARY_PATH="$P/lib" "$tmp/host" "$tmp/plugin.so" 2>&1)"
 fi
 # glibc warns that a static program still dlopens for NSS: not ours.
 if $CC -std=c11 -Wall -Werror -static -o "$tmp/app-static" "$tmp/app.c" \
