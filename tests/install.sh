@@ -4,7 +4,9 @@
 # PREFIX; a program built with `pkg-config --cflags --libs idr`, shared or
 # static, runs the seed workflow, and so does a dlopen()ed plugin built
 # with the header; every documented function has a man page
-# and is exported, and nothing else is, by libidr.so or libidr.a (whose
+# and is exported, libidr.so exports exactly the names of
+# tests/install-symbols.txt, and nothing unprefixed is exported by
+# libidr.so or libidr.a (whose
 # internal names cannot clash with a program's); libidr.so's calls to its
 # own functions do not go through its PLT; `make uninstall` leaves no file
 # behind.
@@ -145,6 +147,20 @@ if [ -n "$exported" ] && [ -z "$stray" ] && [ -z "$absent" ]; then
 	ok shared_library_exports_exactly_the_api
 else
 	ko shared_library_exports_exactly_the_api "unprefixed: $stray; not exported:$absent"
+fi
+
+# Every exported name and its kind (T function, D data, B thread-local or
+# zero-filled data) is in tests/install-symbols.txt, and only those: a
+# name added, removed or changed in kind is an ABI change, and
+# docs/guarantees.md ("ABI") says what VERSION or soname it needs; then
+# the list is updated with it.
+listed=$(sort -k2 tests/install-symbols.txt)
+actual=$(nm -D --defined-only "$P/lib/libidr.so.0" | awk '{ print $2, $3 }' | sort -k2)
+if [ -n "$actual" ] && [ "$actual" = "$listed" ]; then
+	ok exports_match_the_symbol_list
+else
+	ko exports_match_the_symbol_list "$(printf '%s\n' "$listed" > "$tmp/listed"
+		printf '%s\n' "$actual" | diff "$tmp/listed" - | grep '^[<>]' | tr '\n' ' ')"
 fi
 
 # The library's own calls to its API bind inside it: none goes through its
