@@ -5,7 +5,7 @@
 #   make bench           build and run the benchmark (bench/README.md)
 #   make fuzz            libFuzzer for FUZZ_SECONDS=60 (fuzz/README.md)
 #   make lint            cppcheck and clang-tidy
-#   make coverage        the test programs' line coverage of src/ (gcov)
+#   make coverage        the test programs' line coverage of src/ and include/ (gcov)
 #   make install         PREFIX=/usr/local DESTDIR=
 #   make clean
 #   make deps            install the Debian packages the build needs
