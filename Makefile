@@ -169,7 +169,8 @@ $(O)/bench/bench: $(BENCH_SRCS) bench/bench.h bench/flat.h bench/workloads.h $(O
 
 # What a random lookup costs by shape, flat inlined to idr_find (bench/limits.c).
 $(O)/bench/limits: bench/limits.c bench/bench.h $(O)/libidr.a | $(O)/bench
-	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ bench/limits.c $(O)/libidr.a $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ bench/limits.c $(O)/libidr.a $(LDLIBS) \
+		-Wl,--defsym,library_find=idr_find
 
 bench-limits: $(O)/bench/limits
 	$(O)/bench/limits $(BENCH_ARGS)

@@ -31,8 +31,11 @@
 
 #include "bench.h"
 
-/* The library's own idr_find(), which idr.h's inline one stands in for. */
-void *library_find(const struct idr *idr, unsigned long id) __asm__("idr_find");
+/* The library's own idr_find(), which idr.h's inline one stands in for:
+ * the link defines library_find as idr_find (Makefile), which an asm label
+ * could not do safely (it would reach this file's own copy of the inline
+ * function, should the compiler emit one). */
+void *library_find(const struct idr *idr, unsigned long id);
 
 #define LEAF_SLOTS 64
 #define ENTRY_MARKS 0xfffffffeu /* entries from here up are not leaves */
