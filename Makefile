@@ -167,6 +167,13 @@ BENCH_SRCS := bench/bench.c bench/heap.c bench/flatcall.c
 $(O)/bench/bench: $(BENCH_SRCS) bench/bench.h bench/flat.h bench/workloads.h $(O)/libidr.a | $(O)/bench
 	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $(BENCH_SRCS) $(O)/libidr.a $(LDLIBS) -lJudy
 
+# The same program with liburcu-bp linked statically, for the read-scaling
+# rows only (bench --read-scaling): what a read-side section costs when
+# liburcu's read lock reaches its state with a load (README, "Thread safety").
+$(O)/bench/bench-urcu-static: $(BENCH_SRCS) bench/bench.h bench/flat.h bench/workloads.h $(O)/libidr.a | $(O)/bench
+	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $(BENCH_SRCS) $(O)/libidr.a \
+		-Wl,-Bstatic -lurcu-bp -lurcu-common -Wl,-Bdynamic -lpthread -lJudy
+
 # What a random lookup costs by shape, flat inlined to idr_find (bench/limits.c).
 $(O)/bench/limits: bench/limits.c bench/bench.h $(O)/libidr.a | $(O)/bench
 	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ bench/limits.c $(O)/libidr.a $(LDLIBS) \
@@ -179,9 +186,10 @@ bench-limits: $(O)/bench/limits
 BENCH_ARGS ?=
 bench:
 	@sh scripts/install-deps.sh libjudy-dev gnuplot
-	$(MAKE) $(O)/bench/bench
+	$(MAKE) $(O)/bench/bench $(O)/bench/bench-urcu-static
 	mkdir -p bench/results
 	$(O)/bench/bench --plot bench/results $(BENCH_ARGS)
+	$(O)/bench/bench-urcu-static --read-scaling --plot bench/results $(BENCH_ARGS)
 
 install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PKGDIR) $(DESTDIR)$(MANDIR)/man3

@@ -876,11 +876,62 @@ static void print_targets(const struct target *t, int k)
 		emit("| %s | %.2f%s | %s %.2f%s | %s", t[i].what, t[i].got, t[i].unit,
 		     t[i].at_most ? "<=" : ">=", t[i].limit, t[i].unit,
 		     met ? "met" : "MISSED");
-		if (!met)
-			emit(" by %.0f%%", 100 * (t[i].at_most ? t[i].got / t[i].limit - 1 :
-						      1 - t[i].got / t[i].limit));
+		if (!met) {
+			double by = 100 * (t[i].at_most ? t[i].got / t[i].limit - 1 :
+						    1 - t[i].got / t[i].limit);
+			emit(by < 1 ? " by %.2f%%" : " by %.0f%%", by); /* never "by 0%" */
+		}
 		emit(" |\n");
 	}
+}
+
+/* The read-scaling targets of one section size @b of @rs. */
+#define RS_TARGETS(rs, b, what)                                                           \
+	{ "RCU 2 readers vs 1, fixed-rate writer, " what, rs[b][0].two_vs_one[0], 1.8, false, "x" }, \
+	{ "RCU 2 readers vs 1, writer flat out, " what, rs[b][1].two_vs_one[0], 1.8, false, "x" },  \
+	{ "RCU vs rwlock, 2 readers, fixed-rate writer, " what, rs[b][0].rcu_vs_rwlock, 3.0, false, "x" }, \
+	{ "RCU vs rwlock, 2 readers, writer flat out, " what, rs[b][1].rcu_vs_rwlock, 3.0, false, "x" }
+
+/* Every read-scaling setup, into @rs[lookups a section: 1, 16][writer:
+ * fixed-rate, flat out], and its table. */
+static void read_scaling_table(long n, int repeats, struct scaling rs[2][2])
+{
+	emit("\n| read scaling, N IDs, one writer churning | 1 reader, lookups/s | 2 readers | 2 vs 1 (median of ratios) | writer ops/s (1 / 2 readers) |\n|---|---:|---:|---:|---:|\n");
+	for (int b = 0; b < 2; b++)
+		for (int mode = 0; mode < 2; mode++) {
+			static const char *const how[] = { "writer at %d ops/s", "writer flat out" };
+			static const char *const lock[] = { "RCU", "rwlock" };
+			char label[64];
+			rs_batch = b ? 16 : 1;
+			rs_rate = mode ? 0 : WRITES_PER_SEC;
+			snprintf(label, sizeof(label), how[mode], WRITES_PER_SEC);
+			struct scaling *sc = &rs[b][mode];
+			read_scaling(n, repeats, sc);
+			for (int rw = 0; rw < 2; rw++)
+				emit("| %s, %d lookup%s a section, %s | %.3g | %.3g | %.2fx | %.3g / %.3g |\n",
+				     lock[rw], rs_batch, b ? "s" : "", label, sc->rate[rw][0],
+				     sc->rate[rw][1], sc->two_vs_one[rw], sc->writes[rw][0],
+				     sc->writes[rw][1]);
+			emit("| RCU vs rwlock, 2 readers | | %.2fx | | |\n", sc->rcu_vs_rwlock);
+		}
+}
+
+/* bench-urcu-static --read-scaling: only the read-scaling table and its
+ * targets, from a build that links liburcu-bp statically (Makefile), whose
+ * read lock reaches its thread-local state with a load instead of
+ * __tls_get_addr() calls; make bench appends it to the main run's table. */
+static int read_scaling_only(long n, int repeats)
+{
+	struct scaling rs[2][2];
+
+	emit("\n## Read scaling with liburcu-bp linked statically (bench-urcu-static)\n");
+	read_scaling_table(n, repeats, rs);
+	const struct target targets[] = {
+		RS_TARGETS(rs, 0, "1 lookup a section"),
+		RS_TARGETS(rs, 1, "16 lookups a section"),
+	};
+	print_targets(targets, (int)(sizeof(targets) / sizeof(targets[0])));
+	return 0;
 }
 
 /* ns/op against N for dense alloc and random lookup: a data file and, if
@@ -919,7 +970,7 @@ int main(int argc, char **argv)
 	long n = 1000000;
 	int repeats = 5;
 	const char *dir = NULL;
-	bool large = false;
+	bool large = false, rs_only = false;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-n") && i + 1 < argc)
@@ -932,8 +983,10 @@ int main(int argc, char **argv)
 			n = 100000, repeats = 3;
 		else if (!strcmp(argv[i], "--plot") && i + 1 < argc)
 			dir = argv[++i];
+		else if (!strcmp(argv[i], "--read-scaling"))
+			rs_only = true;
 		else {
-			fprintf(stderr, "usage: %s [-n N] [-r repeats] [--large] [--quick] [--plot DIR]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-n N] [-r repeats] [--large] [--quick] [--plot DIR] [--read-scaling]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -947,7 +1000,13 @@ int main(int argc, char **argv)
 	if (dir) {
 		char path[512];
 		snprintf(path, sizeof(path), "%s/latest.md", dir);
-		out_files[1] = fopen(path, "w");
+		out_files[1] = fopen(path, rs_only ? "a" : "w");
+	}
+	if (rs_only) {
+		int rc = read_scaling_only(n, repeats);
+		if (out_files[1])
+			fclose(out_files[1]);
+		return rc;
 	}
 
 	struct plan pl;
@@ -1052,26 +1111,8 @@ int main(int argc, char **argv)
 	emit("| idr_lock + idr_unlock alone, no allocation | %.2f (%.2fx plain) |\n", seed[4],
 	     median_ratio(v3[4], v3[0], repeats));
 
-	/* [lookups per section: 1, 16][writer mode] */
 	struct scaling rs[2][2];
-	emit("\n| read scaling, N IDs, one writer churning | 1 reader, lookups/s | 2 readers | 2 vs 1 (median of ratios) | writer ops/s (1 / 2 readers) |\n|---|---:|---:|---:|---:|\n");
-	for (int b = 0; b < 2; b++)
-		for (int mode = 0; mode < 2; mode++) {
-			static const char *const how[] = { "writer at %d ops/s", "writer flat out" };
-			static const char *const lock[] = { "RCU", "rwlock" };
-			char label[64];
-			rs_batch = b ? 16 : 1;
-			rs_rate = mode ? 0 : WRITES_PER_SEC;
-			snprintf(label, sizeof(label), how[mode], WRITES_PER_SEC);
-			struct scaling *sc = &rs[b][mode];
-			read_scaling(n, repeats, sc);
-			for (int rw = 0; rw < 2; rw++)
-				emit("| %s, %d lookup%s a section, %s | %.3g | %.3g | %.2fx | %.3g / %.3g |\n",
-				     lock[rw], rs_batch, b ? "s" : "", label, sc->rate[rw][0],
-				     sc->rate[rw][1], sc->two_vs_one[rw], sc->writes[rw][0],
-				     sc->writes[rw][1]);
-			emit("| RCU vs rwlock, 2 readers | | %.2fx | | |\n", sc->rcu_vs_rwlock);
-		}
+	read_scaling_table(n, repeats, rs);
 
 	emit("\n| handle mode (IDR_F_HANDLES) vs plain | plain | handles | cost |\n|---|---:|---:|---:|\n");
 	static const int hm[] = { M_DENSE, M_RAND, M_CHAIN, M_BYTES_DENSE };
@@ -1091,13 +1132,8 @@ int main(int argc, char **argv)
 		{ "empty idr + empty ida", (double)empty_bytes, 0, true, " B" },
 		{ "ida heap per ID, dense", ida[0][I_BYTES], 0.15, true, " B" },
 		{ "seed pattern vs plain alloc, 1 thread", seed_plain, 1.5, true, "x" },
-#define RS_TARGETS(b, what)                                                           \
-	{ "RCU 2 readers vs 1, fixed-rate writer, " what, rs[b][0].two_vs_one[0], 1.8, false, "x" }, \
-	{ "RCU 2 readers vs 1, writer flat out, " what, rs[b][1].two_vs_one[0], 1.8, false, "x" },  \
-	{ "RCU vs rwlock, 2 readers, fixed-rate writer, " what, rs[b][0].rcu_vs_rwlock, 3.0, false, "x" }, \
-	{ "RCU vs rwlock, 2 readers, writer flat out, " what, rs[b][1].rcu_vs_rwlock, 3.0, false, "x" }
-		RS_TARGETS(0, "1 lookup a section"),
-		RS_TARGETS(1, "16 lookups a section"),
+		RS_TARGETS(rs, 0, "1 lookup a section"),
+		RS_TARGETS(rs, 1, "16 lookups a section"),
 	};
 	print_targets(targets, (int)(sizeof(targets) / sizeof(targets[0])));
 	if (!ok)
