@@ -57,6 +57,13 @@
 
 #ifdef __cplusplus
 extern "C" {
+/* The inline functions below are C, casts and NULLs included: C++
+ * projects that warn about those would otherwise see them in this header. */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wold-style-cast"
+#pragma GCC diagnostic ignored "-Wzero-as-null-pointer-constant"
+#endif
 #endif
 
 #define IDR_VERSION_MAJOR 0
@@ -923,6 +930,9 @@ int idr_get_new_above(struct idr *idr, void *ptr, int starting_id, int *id);
 #endif /* IDR_NO_DEPRECATED */
 
 #ifdef __cplusplus
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 }
 #endif
 

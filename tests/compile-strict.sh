@@ -1,0 +1,38 @@
+#!/bin/sh
+# The public header compiles warning-free under the strict warnings that
+# demanding projects build with: as C99 and C11, and as C++11 and C++20,
+# where its C casts and NULLs would otherwise be flagged.  Including it is
+# enough: every inline function's body is checked where it is parsed.
+# The C++ half is skipped without a C++ compiler.
+CC=${CC:-cc}
+case "$CC" in
+*clang*) CXX=${CXX:-clang++} ;;
+*) CXX=${CXX:-c++} ;;
+esac
+pass=0
+fail=0
+ok() { echo "PASS compile-strict/$1"; pass=$((pass + 1)); }
+ko() { echo "FAIL compile-strict/$1"; fail=$((fail + 1)); }
+
+common="-Wall -Wextra -Werror -pedantic -Wshadow -Wcast-qual -Wconversion
+	-Wsign-conversion -Wundef -Wredundant-decls -Iinclude -fsyntax-only"
+cflags="$common -Wstrict-prototypes -Wmissing-prototypes -Wold-style-definition"
+cxxflags="$common -Wold-style-cast -Wzero-as-null-pointer-constant"
+for std in c99 c11; do
+	if printf '#include "idr.h"\n' | $CC -std=$std $cflags -x c -; then
+		ok "header_compiles_with_strict_warnings_as_$std"
+	else
+		ko "header_compiles_with_strict_warnings_as_$std"
+	fi
+done
+if command -v "$CXX" >/dev/null; then
+	for std in c++11 c++20; do
+		if printf '#include "idr.h"\n' | $CXX -std=$std $cxxflags -x c++ -; then
+			ok "header_compiles_with_strict_warnings_as_$std"
+		else
+			ko "header_compiles_with_strict_warnings_as_$std"
+		fi
+	done
+fi
+echo "compile-strict: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
