@@ -142,6 +142,20 @@ static inline void claim_finish(struct idr *idr, void *ptr, struct idr_node *lea
 		leaf_filled(idr, leaf, index);
 }
 
+/* A fast path's claim of free slot @off of @leaf for @ptr: the bit taken,
+ * and the pointer stored unless there is more to do (a leaf that filled, a
+ * handle idr's generation), which is then claim_finish()'s: false. */
+static inline __attribute__((always_inline)) bool claim_fast(const struct idr *idr,
+							     struct idr_node *leaf,
+							     unsigned off, void *ptr)
+{
+	leaf->free &= ~((uint64_t)1 << off);
+	if (__builtin_expect(!leaf->free || idr_kind(idr) != KIND_PLAIN, 0))
+		return false;
+	slot_store(&leaf->slots[off], ptr);
+	return true;
+}
+
 /* claim_finish() for the hint's allocation of @index.  Out of line, as
  * alloc_by_walk() is. */
 __attribute__((noinline)) static int64_t hint_finish(struct idr *idr, void *ptr,
@@ -182,10 +196,8 @@ __attribute__((noinline)) static int64_t alloc_in_dir(struct idr *idr, void *ptr
 	if (off < 0)
 		return alloc_by_walk(idr, ptr, min, max, NULL, gfp);
 	uint64_t origin = idr_origin(idr), index = base + (uint64_t)off - origin;
-	leaf->free &= ~((uint64_t)1 << off);
-	if (__builtin_expect(!leaf->free || idr_kind(idr) != KIND_PLAIN, 0))
+	if (!claim_fast(idr, leaf, (unsigned)off, ptr))
 		return dir_finish(idr, ptr, leaf, index, min - origin);
-	slot_store(&leaf->slots[off], ptr);
 	hint_set(idr, &leaf->slots[off], index, min - origin);
 	return (int64_t)(index + origin);
 }
@@ -205,10 +217,8 @@ alloc_in_tree(struct idr *idr, void *ptr, uint64_t min, uint64_t max, idr_gfp_t 
 		return alloc_in_dir(idr, ptr, lo, max, gfp);
 	struct idr_node *leaf = idr->idr_hint;
 	uint64_t index = idr->idr_hint_base + (unsigned)off;
-	leaf->free &= ~((uint64_t)1 << off);
-	if (__builtin_expect(!leaf->free || idr_kind(idr) != KIND_PLAIN, 0))
+	if (!claim_fast(idr, leaf, (unsigned)off, ptr))
 		return hint_finish(idr, ptr, index);
-	slot_store(&leaf->slots[off], ptr);
 	return (int64_t)(index + idr_origin(idr));
 }
 
