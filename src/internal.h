@@ -573,7 +573,9 @@ IDR_HIDDEN struct idr_node *node_new(struct idr *idr, struct node_pool *pool);
  * idr__unlock_fast()), inline here too, so that the IDA, which locks its
  * idr for every call, pays no call for them (an empty call and return
  * costs about 2 ns on some hosts: bench/README.md).  ME is this thread's
- * token in idr_lock_owner. */
+ * token in idr_lock_owner, the address of its idr__thread: unique among
+ * live threads.  A new thread may reuse an exited owner's address and
+ * inherit its biases, which is safe: one live thread still owns each. */
 #define ME idr__lock_token()
 
 /* rcu.c */

@@ -74,10 +74,6 @@ enum { UNLOCKED, LOCKED, CONTENDED };
 static const char revoked_mark;
 #define REVOKED ((void *)&revoked_mark)
 
-/* This thread's token (ME) is the address of its idr__thread: unique among
- * live threads.  A new thread may reuse an exited owner's address and
- * inherit its biases, which is safe: one live thread still owns each. */
-
 static void futex_wait(int *word, int val)
 {
 	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
