@@ -1002,6 +1002,15 @@ int main(int argc, char **argv)
 		snprintf(path, sizeof(path), "%s/latest.md", dir);
 		out_files[1] = fopen(path, rs_only ? "a" : "w");
 	}
+
+	/* liburcu allocates its call_rcu worker's state once, on first use:
+	 * let that happen before anything is measured. */
+	struct idr warm;
+	idr_init(&warm);
+	idr_alloc(&warm, &warm, 0, 0, IDR_GFP_KERNEL);
+	idr_remove(&warm, 0);
+	libidr_settle();
+
 	if (rs_only) {
 		int rc = read_scaling_only(n, repeats);
 		if (out_files[1])
@@ -1012,14 +1021,6 @@ int main(int argc, char **argv)
 	struct plan pl;
 	make_plan(&pl, n);
 	bool ok = true;
-
-	/* liburcu allocates its call_rcu worker's state once, on first use:
-	 * let that happen before anything is measured. */
-	struct idr warm;
-	idr_init(&warm);
-	idr_alloc(&warm, &warm, 0, 0, IDR_GFP_KERNEL);
-	idr_remove(&warm, 0);
-	libidr_settle();
 
 	/* Empty structures hold nothing. */
 	long h0 = heap_bytes();
