@@ -164,15 +164,18 @@ demo: $(O)/examples/demo $(O)/examples/migrate
 
 # The benchmark links libjudy (a peer) and interposes malloc to count heap.
 BENCH_SRCS := bench/bench.c bench/heap.c bench/flatcall.c
-$(O)/bench/bench: $(BENCH_SRCS) bench/bench.h bench/flat.h bench/workloads.h $(O)/libidr.a | $(O)/bench
-	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $(BENCH_SRCS) $(O)/libidr.a $(LDLIBS) -lJudy
+BENCH_DEPS := $(BENCH_SRCS) bench/bench.h bench/flat.h bench/workloads.h $(O)/libidr.a
+BENCH_LINK = $(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $(BENCH_SRCS) $(O)/libidr.a
+$(O)/bench/bench: $(BENCH_DEPS) | $(O)/bench
+	$(BENCH_LINK) $(LDLIBS) -lJudy
 
 # The same program with liburcu-bp linked statically, for the read-scaling
 # rows only (bench --read-scaling): what a read-side section costs when
 # liburcu's read lock reaches its state with a load (README, "Thread safety").
-$(O)/bench/bench-urcu-static: $(BENCH_SRCS) bench/bench.h bench/flat.h bench/workloads.h $(O)/libidr.a | $(O)/bench
-	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $(BENCH_SRCS) $(O)/libidr.a \
-		-Wl,-Bstatic -lurcu-bp -lurcu-common -Wl,-Bdynamic -lpthread -lJudy
+# The libraries by name: pkg-config lists urcu-common first, which a static
+# link needs after urcu-bp.
+$(O)/bench/bench-urcu-static: $(BENCH_DEPS) | $(O)/bench
+	$(BENCH_LINK) -Wl,-Bstatic -lurcu-bp -lurcu-common -Wl,-Bdynamic -lpthread -lJudy
 
 # What a random lookup costs by shape, flat inlined to idr_find (bench/limits.c).
 $(O)/bench/limits: bench/limits.c bench/bench.h $(O)/libidr.a | $(O)/bench
