@@ -22,7 +22,7 @@ MANDIR   ?= $(PREFIX)/share/man
 PKGDIR   ?= $(LIBDIR)/pkgconfig
 DESTDIR  ?=
 
-VERSION  := 0.4.0
+VERSION  := 0.4.1
 SOMAJOR  := 0
 SONAME   := libidr.so.$(SOMAJOR)
 
@@ -62,10 +62,12 @@ $(O)/obj $(O)/tests $(O)/examples $(O)/bench:
 	mkdir -p $@
 
 # -Bsymbolic-functions: the library's own calls to its API (ida_alloc's
-# idr_lock, for one) go straight to it, not through its PLT.  The Makefile
+# idr_lock, for one) go straight to it, not through its PLT.  The version
+# script names what is exported and each name's version node.  The Makefile
 # is a prerequisite so that a new VERSION names a new file.
-$(O)/libidr.so: $(OBJS) Makefile
-	$(CC) $(SANFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,-Bsymbolic-functions -o $@.$(VERSION) $(OBJS) $(LDLIBS)
+$(O)/libidr.so: $(OBJS) src/libidr.map Makefile
+	$(CC) $(SANFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,-Bsymbolic-functions \
+		-Wl,--version-script,src/libidr.map -o $@.$(VERSION) $(OBJS) $(LDLIBS)
 	ln -sf libidr.so.$(VERSION) $(O)/$(SONAME)
 	ln -sf libidr.so.$(VERSION) $@
 

@@ -3,9 +3,10 @@
 # another PREFIX (and under DESTDIR) carries a pkg-config file naming that
 # PREFIX; a program built with `pkg-config --cflags --libs idr`, shared or
 # static, runs the seed workflow, and so does a dlopen()ed plugin built
-# with the header; every documented function has a man page
-# and is exported, libidr.so exports exactly the names of
-# tests/install-symbols.txt, and nothing unprefixed is exported by
+# with the header; such a program needs libidr's symbol version node and
+# will not start on a library without it; every documented function has a
+# man page and is exported, libidr.so exports exactly the names (and
+# version nodes) of tests/install-symbols.txt, and nothing unprefixed is exported by
 # libidr.so or libidr.a (whose
 # internal names cannot clash with a program's); libidr.so's calls to its
 # own functions do not go through its PLT; `make uninstall` leaves no file
@@ -72,6 +73,23 @@ if $CC -std=c11 -Wall -Werror -o "$tmp/app" "$tmp/app.c" $(pkg-config --cflags -
 else
 	ko shared_link_through_pkg_config "build, run or soname failed"
 fi
+# A program linked with libidr.so needs the newest version node of
+# src/libidr.map that it uses (all its names are in the one node so far),
+# and on a library without that node it stops at start-up, naming the node:
+# here a stand-in libidr.so.0 whose one name is in an older node.
+node=$(sed -n 's/^\(LIBIDR_[0-9.]*\) {$/\1/p' src/libidr.map | tail -n 1)
+mkdir -p "$tmp/old"
+echo 'int idr_stand_in(void) { return 0; }' > "$tmp/old/lib.c"
+printf 'LIBIDR_0.0 { global: idr_stand_in; local: *; };\n' > "$tmp/old/lib.map"
+if [ -n "$node" ] && objdump -p "$tmp/app" | sed -n '/required from libidr/,/required from/p' | grep -q " $node\$" &&
+   $CC -shared -fPIC -Wl,-soname,libidr.so.0 -Wl,--version-script,"$tmp/old/lib.map" \
+	-o "$tmp/old/libidr.so.0" "$tmp/old/lib.c" &&
+   ! LD_LIBRARY_PATH="$tmp/old" "$tmp/app" > /dev/null 2> "$tmp/old/err" &&
+   grep -q "version .$node' not found" "$tmp/old/err"; then
+	ok programs_need_the_version_node
+else
+	ko programs_need_the_version_node "node '$node': $(objdump -p "$tmp/app" | grep LIBIDR) $(cat "$tmp/old/err" 2>/dev/null)"
+fi
 # A plugin built with the header, whose inline preload and lock reach
 # libidr's thread-local state at a fixed offset (initial-exec), and a host
 # that does not link libidr and dlopen()s the plugin, so that libidr.so
@@ -137,7 +155,8 @@ else ko header_names_the_release "idr.h says $hdr, pkg-config $version"; fi
 
 # The shared library's exported names are the API: each carries the idr_
 # or ida_ prefix, and each function the header documents is among them.
-exported=$(nm -D --defined-only "$P/lib/libidr.so.0" | awk '{ print $3 }')
+# (The version node is an absolute symbol, "A"; names carry "@@node".)
+exported=$(nm -D --defined-only "$P/lib/libidr.so.0" | awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }')
 stray=$(printf '%s\n' "$exported" | grep -v '^id[ar]_')
 absent=""
 for f in $documented; do
@@ -149,13 +168,14 @@ else
 	ko shared_library_exports_exactly_the_api "unprefixed: $stray; not exported:$absent"
 fi
 
-# Every exported name and its kind (T function, D data, B thread-local or
-# zero-filled data) is in tests/install-symbols.txt, and only those: a
-# name added, removed or changed in kind is an ABI change, and
+# Every exported name, its kind (T function, D data, B thread-local or
+# zero-filled data) and its version node (src/libidr.map; the node itself
+# is the "A" line) is in tests/install-symbols.txt, and only those: a
+# name added, removed or changed in kind or node is an ABI change, and
 # docs/guarantees.md ("ABI") says what VERSION or soname it needs; then
 # the list is updated with it.
 listed=$(sort -k2 tests/install-symbols.txt)
-actual=$(nm -D --defined-only "$P/lib/libidr.so.0" | awk '{ print $2, $3 }' | sort -k2)
+actual=$(nm -D --defined-only --with-symbol-versions "$P/lib/libidr.so.0" | awk '{ print $2, $3 }' | sort -k2)
 if [ -n "$actual" ] && [ "$actual" = "$listed" ]; then
 	ok exports_match_the_symbol_list
 else
