@@ -26,8 +26,10 @@ VERSION  := 0.4.1
 SOMAJOR  := 0
 SONAME   := libidr.so.$(SOMAJOR)
 
-URCU_CFLAGS := $(shell pkg-config --cflags liburcu-bp 2>/dev/null)
-URCU_LIBS   := $(shell pkg-config --libs liburcu-bp 2>/dev/null || echo -lurcu-bp -lurcu-common)
+# Cross builds name the target's pkg-config (docs/portability.md).
+PKG_CONFIG  ?= pkg-config
+URCU_CFLAGS := $(shell $(PKG_CONFIG) --cflags liburcu-bp 2>/dev/null)
+URCU_LIBS   := $(shell $(PKG_CONFIG) --libs liburcu-bp 2>/dev/null || echo -lurcu-bp -lurcu-common)
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 OPT      ?= -O2 -g
@@ -75,10 +77,13 @@ $(O)/libidr.so: $(OBJS) src/libidr.map Makefile
 # the API stays global: the internal functions (hidden in libidr.so) become
 # local, so a program that links libidr.a statically may have its own
 # report() or tree_insert().  Tests that reach into src/internal.h link the
-# objects as they are.
+# objects as they are.  --force-group-allocation: the object keeps no
+# COMDAT groups, whose copy the final link could drop for a program's own
+# (on i386, the __x86.get_pc_thunk helpers), leaving our calls, made local
+# here, pointing into a discarded section.
 OBJCOPY  ?= objcopy
-$(O)/obj/libidr.o: $(OBJS)
-	$(CC) $(SANFLAGS) -nostdlib -r -o $@.tmp $^
+$(O)/obj/libidr.o: $(OBJS) Makefile
+	$(CC) $(SANFLAGS) -nostdlib -r -Wl,--force-group-allocation -o $@.tmp $(OBJS)
 	$(OBJCOPY) --localize-hidden $@.tmp $@
 	rm -f $@.tmp
 
@@ -141,7 +146,7 @@ deps:
 	@sh scripts/install-deps.sh
 
 check: $(TEST_BINS)
-	@O=$(O) VALGRIND=$(VALGRIND) sh tests/run-all.sh $(TESTS)
+	@O=$(O) VALGRIND=$(VALGRIND) TEST_EXEC="$(TEST_EXEC)" sh tests/run-all.sh $(TESTS)
 
 # Which lines of src/ the test programs run (gcov), built -O0 in $(COV_O).
 # The counters are updated atomically: the tests are threaded, and racy
@@ -162,7 +167,7 @@ $(O)/examples/%: examples/%.c $(O)/libidr.a | $(O)/examples
 	$(LINK_PROG)
 
 demo: $(O)/examples/demo $(O)/examples/migrate
-	$(O)/examples/demo
+	$(TEST_EXEC) $(O)/examples/demo
 
 # The benchmark links libjudy (a peer) and interposes malloc to count heap.
 BENCH_SRCS := bench/bench.c bench/heap.c bench/flatcall.c

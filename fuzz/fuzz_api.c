@@ -163,7 +163,8 @@ struct state {
 	struct ida ida;
 	struct model m;     /* the idr's entries */
 	struct model ida_m; /* the ida's IDs */
-	struct model hm;    /* IDR_F_HANDLES: each live ID's handle (as ptr) */
+	struct model hm;    /* IDR_F_HANDLES: each live ID's generation (as ptr:
+			     * a whole handle would not fit in a 32-bit one) */
 	idr_handle_t ring[32]; /* recently issued handles, many soon stale */
 	unsigned ring_n, clock;
 	unsigned base, flags, cursor;
@@ -218,7 +219,7 @@ static idr_handle_t note_alloc(struct state *s, uint64_t id)
 		return 0;
 	s->clock = s->clock + 1 ? s->clock + 1 : 1;
 	idr_handle_t h = idr_handle_make((uint32_t)id, s->clock);
-	model_insert(&s->hm, id, (void *)(uintptr_t)h);
+	model_insert(&s->hm, id, (void *)(uintptr_t)s->clock);
 	s->ring[s->ring_n++ % 32] = h;
 	FZ_ASSERT(idr_handle_of(&s->idr, id) == h);
 	return h;
@@ -393,7 +394,7 @@ static void op_handle_call(struct state *s, struct input *in)
 	uint64_t id = idr_handle_id(h);
 	struct model_entry *cur = model_get(&s->hm, id);
 	struct model_entry *e = model_get(&s->m, id);
-	bool current = cur && (idr_handle_t)(uintptr_t)cur->ptr == h;
+	bool current = cur && idr_handle_make((uint32_t)id, (uint32_t)(uintptr_t)cur->ptr) == h;
 	long c = calls;
 
 	if (call == 0) {

@@ -122,7 +122,9 @@ static inline bool is_sparse(const void *leaf_word)
 	return (uintptr_t)leaf_word & TAG_MASK;
 }
 
-/* A singleton's offset sits in the pointer's top byte. */
+/* A singleton's offset sits in the pointer's top byte.  A 32-bit pointer
+ * has no byte to spare, so there are no singletons there (sparse.c); the
+ * words are widened to 64 bits only so that this compiles for it. */
 #define SINGLE_SHIFT 56
 
 static inline bool is_single(const void *word)
@@ -132,13 +134,13 @@ static inline bool is_single(const void *word)
 
 static inline unsigned single_off(const void *word)
 {
-	return (unsigned)((uintptr_t)word >> SINGLE_SHIFT) & NODE_MASK;
+	return (unsigned)((uint64_t)(uintptr_t)word >> SINGLE_SHIFT) & NODE_MASK;
 }
 
 static inline void *single_ptr(const void *word)
 {
-	return (void *)((uintptr_t)word &
-			~((~(uintptr_t)0 << SINGLE_SHIFT) | TAG_MASK));
+	return (void *)(uintptr_t)((uint64_t)(uintptr_t)word &
+				   ~((~(uint64_t)0 << SINGLE_SHIFT) | TAG_MASK));
 }
 
 static inline size_t kind_bytes(enum node_kind kind)
@@ -248,9 +250,11 @@ static inline bool dir_names_leaf(uintptr_t e)
 /* A directory's entries come in steps of DIR_MIN_CAP.  Fuzz builds
  * (IDR_DIR_SMALL) take small steps of 3, so that no directory is the size
  * of a node: fuzz tells a refused directory, which fails no allocation,
- * from a refused node, which must, by the size that was asked for. */
+ * from a refused node, which must, by the size that was asked for.  (On
+ * 32-bit hosts, steps of 9: with 3, a directory could be a handle idr's
+ * node's size.) */
 #ifdef IDR_DIR_SMALL
-#define DIR_MIN_CAP 3
+#define DIR_MIN_CAP (UINTPTR_MAX > 0xffffffffu ? 3 : 9)
 #else
 #define DIR_MIN_CAP 16 /* 128 bytes: lookups in an idr of 1,000 IDs take half the time */
 #endif

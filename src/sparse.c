@@ -58,7 +58,7 @@ bool prefer_single(const void *ptr)
 
 static void *single_word(unsigned off, void *ptr)
 {
-	return (void *)((uintptr_t)ptr | (uintptr_t)off << SINGLE_SHIFT | TAG_SINGLE);
+	return (void *)(uintptr_t)((uintptr_t)ptr | (uint64_t)off << SINGLE_SHIFT | TAG_SINGLE);
 }
 
 static struct cleaf *cleaf_of(const void *word)

@@ -16,7 +16,8 @@ for t in "$@"; do
 		out=$(IDR_TEST_QUICK=1 IDR_TEST_VALGRIND=1 valgrind -q --fair-sched=yes --error-exitcode=99 --leak-check=full \
 			--errors-for-leak-kinds=definite --show-leak-kinds=definite "$O/tests/$t" 2>&1)
 	else
-		out=$("$O/tests/$t" 2>&1)
+		# TEST_EXEC: an emulator for a cross build (qemu-aarch64 ...).
+		out=$($TEST_EXEC "$O/tests/$t" 2>&1)
 	fi
 	rc=$?
 	printf '%s\n' "$out" | grep -v '^PASS ' | grep -v 'passed, .* failed$'

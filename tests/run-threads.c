@@ -401,8 +401,8 @@ TEST(idr_lock_revokes_in_a_forked_child)
 {
 	DEFINE_IDR(idr);
 
-	if (tu_tsan())
-		return; /* TSan cannot start threads in a child of a threaded parent */
+	if (tu_fork_cannot_thread())
+		return;
 	int status = fork_and_revoke(&idr, REFUSE_NONE);
 	CHECK(WIFEXITED(status));
 	CHECK_EQ(WEXITSTATUS(status), 0);
@@ -415,7 +415,7 @@ TEST(idr_lock_revokes_through_the_global_barrier)
 	DEFINE_IDR(idr);
 	long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
 
-	if (tu_tsan() || cmds < 0 || !(cmds & MEMBARRIER_CMD_GLOBAL))
+	if (tu_fork_cannot_thread() || cmds < 0 || !(cmds & MEMBARRIER_CMD_GLOBAL))
 		return;
 	int status = fork_and_revoke(&idr, REFUSE_PRIVATE);
 	CHECK(WIFEXITED(status));
@@ -428,7 +428,7 @@ TEST(idr_lock_aborts_when_membarrier_stops_working)
 {
 	DEFINE_IDR(idr);
 
-	if (tu_tsan())
+	if (tu_fork_cannot_thread())
 		return;
 	int status = fork_and_revoke(&idr, REFUSE_ALL);
 	CHECK(WIFSIGNALED(status));

@@ -55,6 +55,11 @@ bool tu_valgrind(void)
 	return env_on("IDR_TEST_VALGRIND");
 }
 
+bool tu_fork_cannot_thread(void)
+{
+	return tu_tsan() || env_on("IDR_TEST_EMULATED");
+}
+
 bool tu_asan(void)
 {
 #if defined(__SANITIZE_ADDRESS__)

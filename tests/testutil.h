@@ -3,6 +3,7 @@
 #ifndef IDR_TESTUTIL_H
 #define IDR_TESTUTIL_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +21,13 @@ void tu_library_preload(idr_gfp_t gfp);
 void tu_library_preload_end(void);
 void tu_library_lock(struct idr *idr);
 void tu_library_unlock(struct idr *idr);
+
+/* A lone entry's pointer and offset share one word (a singleton,
+ * src/sparse.c) only where pointers have a spare top byte, on 64-bit
+ * hosts; on 32-bit ones such an entry takes a compact leaf. */
+#define TU_SINGLETONS (UINTPTR_MAX > 0xffffffffu)
+/* IDs past UINT32_MAX can be asked for only where unsigned long is wider. */
+#define TU_WIDE_ULONG (ULONG_MAX > 0xffffffffu)
 
 typedef void (*tu_test_fn)(void);
 void tu_register(const char *name, tu_test_fn fn);
@@ -64,6 +72,10 @@ bool tu_tsan(void);
 bool tu_valgrind(void);
 /* Built with AddressSanitizer (known at compile time). */
 bool tu_asan(void);
+/* A child forked from a threaded parent cannot start threads: under
+ * ThreadSanitizer, or under qemu-user (IDR_TEST_EMULATED=1, set by
+ * scripts/cross-check.sh), which fails an assertion of its own. */
+bool tu_fork_cannot_thread(void);
 
 /* _exit(@status) from a forked child; under make coverage (TU_COVERAGE),
  * first writing the child's counts, which _exit() skips. */

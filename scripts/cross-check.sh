@@ -1,0 +1,55 @@
+#!/bin/sh
+# Build libidr and its test programs for another Debian architecture with
+# its cross compiler, and run them: i386 (32-bit pointers and unsigned
+# long, no singleton words) natively, as an x86-64 kernel runs 32-bit
+# programs; arm64 (weakly ordered, unsigned char) under qemu-user.  Ends
+# with run-all.sh's "N passed, N failed".
+#
+#   scripts/cross-check.sh i386|arm64 [--install]
+#
+# --install first adds the architecture to dpkg and installs the cross
+# compiler, liburcu for it and (arm64) qemu-user: root, Debian 12.
+# qemu-user runs the programs, not the machine: its threads keep the
+# host's stronger memory order, so this proves the build and the
+# single-threaded results on arm64, not its memory model.
+set -u
+cd "$(dirname "$0")/.."
+
+arch=${1:-}
+case $arch in
+i386) triplet=i686-linux-gnu libdir=i386-linux-gnu exec= ;;
+arm64) triplet=aarch64-linux-gnu libdir=aarch64-linux-gnu exec=qemu-aarch64 ;;
+*) echo "usage: $0 i386|arm64 [--install]" >&2; exit 2 ;;
+esac
+
+if [ "${2:-}" = --install ]; then
+	pkgs="crossbuild-essential-$arch liburcu-dev:$arch ${exec:+qemu-user}"
+	sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo="sudo"
+	if ! dpkg -s $pkgs >/dev/null 2>&1; then
+		$sudo dpkg --add-architecture "$arch" && $sudo apt-get update -qq &&
+		# --no-remove: a package of the other architecture must never
+		# make apt take one of the host's away.
+		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-remove $pkgs >/dev/null ||
+		exit 1
+	fi
+fi
+
+# qemu-user's own loader path (-L) would mix the cross toolchain's C
+# library with the multiarch one: run the programs with the latter.
+mk() {
+	make -s -j2 O="build/$arch" CC="$triplet-gcc" OBJCOPY="$triplet-objcopy" \
+		PKG_CONFIG="env PKG_CONFIG_LIBDIR=/usr/lib/$libdir/pkgconfig pkg-config" \
+		TEST_EXEC="${exec:+env IDR_TEST_EMULATED=1 $exec}" "$@"
+}
+
+# The demo links libidr.a, as a program does (the tests link the objects).
+last=$(mk demo | tail -n 1)
+echo "demo: $last"
+[ "$last" = "destroyed: empty, 0 bytes left" ] || { echo "FAIL demo"; status=1; }
+
+# The test programs only: the shell tests inspect the build with the
+# host's tools (nm, objdump) and run the host's compilers.
+tests="$(cd tests && ls ./*.c | sed 's|^\./||; s|\.c$||' | grep -v '^testutil$' | tr '\n' ' ') fuzz-replay"
+mk TESTS="$tests" check || status=1
+exit "${status:-0}"
