@@ -36,7 +36,7 @@ OPT      ?= -O2 -g
 CFLAGS   ?=
 SANITIZE ?=
 SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all)
-ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -Iinclude $(URCU_CFLAGS) $(SANFLAGS) $(CFLAGS)
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(OPT) $(WARN) -fPIC -Iinclude $(URCU_CFLAGS) $(SANFLAGS) $(CFLAGS)
 LDLIBS   := $(URCU_LIBS) -lpthread
 
 SRCS := src/tree.c src/idr.c src/preload.c src/rcu.c src/ida.c src/compat.c src/check.c src/handle.c src/sparse.c src/lock.c src/dir.c

@@ -2,13 +2,14 @@
 # Build libidr and its test programs for another Debian architecture with
 # its cross compiler, and run them: i386 (32-bit pointers and unsigned
 # long, no singleton words) natively, as an x86-64 kernel runs 32-bit
-# programs; arm64 (weakly ordered, unsigned char) under qemu-user.  Ends
-# with run-all.sh's "N passed, N failed".
+# programs; arm64 (weakly ordered, unsigned char) and armhf (32-bit, and
+# malloc aligns only to 8 bytes) under qemu-user.  Ends with run-all.sh's
+# "N passed, N failed".
 #
-#   scripts/cross-check.sh i386|arm64 [--install]
+#   scripts/cross-check.sh i386|arm64|armhf [--install]
 #
 # --install first adds the architecture to dpkg and installs the cross
-# compiler, liburcu for it and (arm64) qemu-user: root, Debian 12.
+# compiler, liburcu for it and (ARM) qemu-user: root or sudo, Debian 12.
 # qemu-user runs the programs, not the machine: its threads keep the
 # host's stronger memory order, so this proves the build and the
 # single-threaded results on arm64, not its memory model.
@@ -19,7 +20,8 @@ arch=${1:-}
 case $arch in
 i386) triplet=i686-linux-gnu libdir=i386-linux-gnu exec= ;;
 arm64) triplet=aarch64-linux-gnu libdir=aarch64-linux-gnu exec=qemu-aarch64 ;;
-*) echo "usage: $0 i386|arm64 [--install]" >&2; exit 2 ;;
+armhf) triplet=arm-linux-gnueabihf libdir=arm-linux-gnueabihf exec=qemu-arm ;;
+*) echo "usage: $0 i386|arm64|armhf [--install]" >&2; exit 2 ;;
 esac
 
 if [ "${2:-}" = --install ]; then

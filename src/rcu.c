@@ -49,12 +49,26 @@
  * nothing again.  A push that a fork splits is lost to the child: one
  * item, leaked there.
  */
-#define TAG_HEIGHT ((uint64_t)7) /* 0: the node alone; else a subtree's height */
-#define TAG_GEN ((uint64_t)8)    /* KIND_GEN, else KIND_PLAIN */
-#define TAG_MARK TAG_HEIGHT      /* idr_rcu_barrier()'s marker, not a node */
+/* A retired node's free word holds the next one's address and a 4-bit
+ * tag: in the address's low bits where nodes are 16-byte aligned (64-bit
+ * hosts), above the address where it is 32 bits wide (malloc aligns only
+ * to 8 bytes on armhf). */
+#if UINTPTR_MAX > 0xffffffffu
+#define TAG_SHIFT 0
+_Static_assert(_Alignof(max_align_t) >= 16, "room for the tag in a node pointer");
+#else
+#define TAG_SHIFT 32
+#endif
+#define TAG_HEIGHT ((uint64_t)7 << TAG_SHIFT) /* 0: the node alone; else a subtree's height */
+#define TAG_GEN ((uint64_t)8 << TAG_SHIFT)    /* KIND_GEN, else KIND_PLAIN */
 #define TAG_BITS (TAG_HEIGHT | TAG_GEN)
-_Static_assert(_Alignof(max_align_t) > TAG_BITS, "room for the tag in a node pointer");
-_Static_assert(MAX_HEIGHT < TAG_MARK, "a height is never the marker");
+#define MARK_HEIGHT 7 /* idr_rcu_barrier()'s marker, not a node */
+_Static_assert(MAX_HEIGHT < MARK_HEIGHT, "a height is never the marker");
+
+static uint64_t height_tag(unsigned height)
+{
+	return (uint64_t)height << TAG_SHIFT;
+}
 
 static struct {
 	struct idr_node *pending;       /* nodes pushed, in no batch yet */
@@ -100,10 +114,10 @@ static void free_batch(struct idr_node *n)
 
 	while (n) {
 		struct idr_node *next = next_retired(n);
-		unsigned height = (unsigned)(n->free & TAG_HEIGHT);
+		unsigned height = (unsigned)((n->free & TAG_HEIGHT) >> TAG_SHIFT);
 		enum node_kind kind = n->free & TAG_GEN ? KIND_GEN : KIND_PLAIN;
 
-		if (height == TAG_MARK) {
+		if (height == MARK_HEIGHT) {
 			n->free = (uint64_t)(uintptr_t)marks;
 			marks = n;
 		} else if (height) {
@@ -284,7 +298,7 @@ void subtree_retire(struct idr *idr, struct idr_node *node, unsigned height)
 	if (idr->idr_flags & IDR_F_NO_RCU)
 		subtree_free(node, height, kind, NULL);
 	else
-		retire(node, kind_tag(kind) | height);
+		retire(node, kind_tag(kind) | height_tag(height));
 }
 
 void idr_rcu_read_lock(void)
@@ -306,7 +320,7 @@ void idr_rcu_barrier(void)
 {
 	_Alignas(max_align_t) struct idr_node mark = { .slots = { NULL } };
 
-	retire(&mark, TAG_MARK);
+	retire(&mark, height_tag(MARK_HEIGHT));
 	while (!__atomic_load_n(&mark.slots[0], __ATOMIC_ACQUIRE)) {
 		urcu_bp_barrier();
 		sched_yield(); /* the batch may be between two call_rcu()s */
