@@ -12,7 +12,7 @@
 # compiler, liburcu for it and (ARM) qemu-user: root or sudo, Debian 12.
 # qemu-user runs the programs, not the machine: its threads keep the
 # host's stronger memory order, so this proves the build and the
-# single-threaded results on arm64, not its memory model.
+# single-threaded results on ARM, not its memory model.
 set -u
 cd "$(dirname "$0")/.."
 
