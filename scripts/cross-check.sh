@@ -17,15 +17,16 @@ set -u
 cd "$(dirname "$0")/.."
 
 arch=${1:-}
+extra=
 case $arch in
-i386) triplet=i686-linux-gnu libdir=i386-linux-gnu exec= ;;
+i386) triplet=i686-linux-gnu libdir=i386-linux-gnu exec= extra="libasan8:i386 libubsan1:i386" ;;
 arm64) triplet=aarch64-linux-gnu libdir=aarch64-linux-gnu exec=qemu-aarch64 ;;
 armhf) triplet=arm-linux-gnueabihf libdir=arm-linux-gnueabihf exec=qemu-arm ;;
 *) echo "usage: $0 i386|arm64|armhf [--install]" >&2; exit 2 ;;
 esac
 
 if [ "${2:-}" = --install ]; then
-	pkgs="crossbuild-essential-$arch liburcu-dev:$arch ${exec:+qemu-user}"
+	pkgs="crossbuild-essential-$arch liburcu-dev:$arch ${exec:+qemu-user} $extra"
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
 	if ! dpkg -s $pkgs >/dev/null 2>&1; then
@@ -45,13 +46,38 @@ mk() {
 		TEST_EXEC="${exec:+env IDR_TEST_EMULATED=1 $exec}" "$@"
 }
 
+pass=0
+fail=0
+
 # The demo links libidr.a, as a program does (the tests link the objects).
 last=$(mk demo | tail -n 1)
 echo "demo: $last"
-[ "$last" = "destroyed: empty, 0 bytes left" ] || { echo "FAIL demo"; status=1; }
+if [ "$last" = "destroyed: empty, 0 bytes left" ]; then
+	pass=$((pass + 1))
+else
+	echo "FAIL demo"
+	fail=$((fail + 1))
+fi
 
 # The test programs only: the shell tests inspect the build with the
 # host's tools (nm, objdump) and run the host's compilers.
 tests="$(cd tests && ls ./*.c | sed 's|^\./||; s|\.c$||' | grep -v '^testutil$' | tr '\n' ' ') fuzz-replay"
-mk TESTS="$tests" check || status=1
-exit "${status:-0}"
+
+# Run them with make arguments @..., adding their summary to the totals.
+count() {
+	out=$(mk TESTS="$tests" "$@" check 2>&1)
+	summary=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
+	printf '%s\n' "$out" | grep -vxF "$summary"
+	[ -n "$summary" ] || summary="0 passed, 1 failed"
+	pass=$((pass + ${summary%% *}))
+	f=${summary#* passed, }
+	fail=$((fail + ${f%% *}))
+}
+count
+# i386 programs run natively, so they can run under AddressSanitizer and
+# UBSan too: the second finds what 64-bit habits do in a 32-bit long.
+if [ "$arch" = i386 ]; then
+	count O=build/i386-asan SANITIZE=address,undefined
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

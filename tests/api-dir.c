@@ -659,7 +659,8 @@ TEST(random_ids_get_their_full_leaves_named)
 	idr_init(&idr);
 	srand(7);
 	for (long i = 0; i < COUNT; i++) {
-		long start = ((long)rand() << 8 ^ rand()) & ((1L << BITS) - 1);
+		long start = (long)(((unsigned long)rand() << 8 ^ (unsigned long)rand()) &
+				    ((1UL << BITS) - 1));
 		CHECK(idr_alloc(&idr, aligned, (int)start, 0, IDR_GFP_KERNEL) >= start);
 	}
 	CHECK(has_dir(&idr));
