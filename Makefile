@@ -57,7 +57,16 @@ TEST_BINS += $(O)/tests/fuzz-replay
 
 all: $(O)/libidr.so $(O)/libidr.a $(O)/idr.pc
 
-$(O)/obj/%.o: src/%.c src/internal.h include/idr.h | $(O)/obj
+# What this build directory's files are compiled with, rewritten only when
+# it changes (compared, as idr.pc is below): whatever is compiled depends
+# on it, so a make with another CC, CFLAGS or SANITIZE in the same O=
+# rebuilds instead of linking stale objects.
+FLAGS := $(O)/obj/flags
+$(FLAGS): FORCE | $(O)/obj
+	$(file >$@.new,$(CC) $(ALL_CFLAGS) $(LDLIBS))
+	@if cmp -s $@.new $@; then rm -f $@.new; else mv $@.new $@; fi
+
+$(O)/obj/%.o: src/%.c src/internal.h include/idr.h $(FLAGS) | $(O)/obj
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(O)/obj $(O)/tests $(O)/examples $(O)/bench:
@@ -107,14 +116,14 @@ $(O)/idr.pc: idr.pc.in FORCE | $(O)/obj
 
 FORCE:
 
-$(O)/tests/%: tests/%.c $(TEST_UTIL) tests/testutil.h $(O)/obj/libidr-internal.a | $(O)/tests
+$(O)/tests/%: tests/%.c $(TEST_UTIL) tests/testutil.h $(O)/obj/libidr-internal.a $(FLAGS) | $(O)/tests
 	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -Itests -o $@ $< $(TEST_UTIL) $(O)/obj/libidr-internal.a $(LDLIBS)
 
 # The fuzz target, replayed over fuzz/corpus and fuzz/regressions.
 FUZZ_SRCS := fuzz/fuzz_api.c tests/model.h
 # Both build the library with IDR_DIR_SMALL, so that small inputs meet the
 # lookup directory (src/dir.c).
-$(O)/tests/fuzz-replay: fuzz/replay.c $(FUZZ_SRCS) $(SRCS) src/internal.h include/idr.h | $(O)/tests
+$(O)/tests/fuzz-replay: fuzz/replay.c $(FUZZ_SRCS) $(SRCS) src/internal.h include/idr.h $(FLAGS) | $(O)/tests
 	$(CC) $(ALL_CFLAGS) -DIDR_DIR_SMALL -Wno-missing-prototypes -o $@ fuzz/replay.c fuzz/fuzz_api.c $(SRCS) $(LDLIBS)
 
 # libFuzzer (clang) with ASan+UBSan, for FUZZ_SECONDS.  New inputs go to
@@ -163,7 +172,7 @@ coverage:
 # Examples and benchmarks: one program per source, linked statically.
 LINK_PROG = $(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $< $(O)/libidr.a $(LDLIBS)
 
-$(O)/examples/%: examples/%.c $(O)/libidr.a | $(O)/examples
+$(O)/examples/%: examples/%.c $(O)/libidr.a $(FLAGS) | $(O)/examples
 	$(LINK_PROG)
 
 demo: $(O)/examples/demo $(O)/examples/migrate
@@ -171,7 +180,7 @@ demo: $(O)/examples/demo $(O)/examples/migrate
 
 # The benchmark links libjudy (a peer) and interposes malloc to count heap.
 BENCH_SRCS := bench/bench.c bench/heap.c bench/flatcall.c
-BENCH_DEPS := $(BENCH_SRCS) bench/bench.h bench/flat.h bench/workloads.h $(O)/libidr.a
+BENCH_DEPS := $(BENCH_SRCS) bench/bench.h bench/flat.h bench/workloads.h $(O)/libidr.a $(FLAGS)
 BENCH_LINK = $(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $(BENCH_SRCS) $(O)/libidr.a
 $(O)/bench/bench: $(BENCH_DEPS) | $(O)/bench
 	$(BENCH_LINK) $(LDLIBS) -lJudy
@@ -185,7 +194,7 @@ $(O)/bench/bench-urcu-static: $(BENCH_DEPS) | $(O)/bench
 	$(BENCH_LINK) -Wl,-Bstatic -lurcu-bp -lurcu-common -Wl,-Bdynamic -lpthread -lJudy
 
 # What a random lookup costs by shape, flat inlined to idr_find (bench/limits.c).
-$(O)/bench/limits: bench/limits.c bench/bench.h $(O)/libidr.a | $(O)/bench
+$(O)/bench/limits: bench/limits.c bench/bench.h $(O)/libidr.a $(FLAGS) | $(O)/bench
 	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ bench/limits.c $(O)/libidr.a $(LDLIBS) \
 		-Wl,--defsym,library_find=idr_find
 
