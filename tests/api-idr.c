@@ -683,7 +683,7 @@ TEST(no_rcu_idr_frees_at_once)
 	long before_single = tu_live();
 	CHECK_EQ(idr_alloc(&idr, P(2), 1000, 0, IDR_GFP_KERNEL), 1000);
 	long single = tu_live();
-	CHECK_EQ(single - before_single, TU_SINGLETONS ? 1 : 2);
+	CHECK_EQ(single - before_single, 1 + TU_SINGLETON_COMPACTS);
 	CHECK_EQ(idr_alloc(&idr, P(3), 1001, 0, IDR_GFP_KERNEL), 1001);
 	CHECK_EQ(tu_live() - single, TU_SINGLETONS ? 1 : 0);
 	CHECK(idr_remove(&idr, 1001) == P(3));

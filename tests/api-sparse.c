@@ -3,7 +3,8 @@
  * Sparse leaves: each form a leaf takes (singleton word, compact leaf, full
  * leaf) and each change between them, seen through the API and through
  * idr_memory_usage(), with idr_check() after every step.  On 32-bit hosts
- * there are no singletons: a compact leaf stands in for each (SG below).
+ * there are no singletons: a compact leaf stands in for each
+ * (TU_SINGLETON_COMPACTS).
  */
 #include "testutil.h"
 
@@ -12,8 +13,6 @@ static long objs[80];
 #define ODD ((void *)((uintptr_t)&objs[0] + 1)) /* no singleton can hold it */
 
 static size_t full_leaf, compact_leaf;
-/* Compact leaves that a singleton costs: none, or one on 32-bit hosts. */
-#define SG (TU_SINGLETONS ? 0 : 1)
 
 /* Sizes as the idr reports them: a root with one full leaf, one compact. */
 static void measure(void)
@@ -53,7 +52,7 @@ TEST(a_lone_id_costs_no_leaf)
 	init_two_levels(&idr);
 	MEM(&idr, 3, 0); /* root + leaves 0 and 1 */
 	CHECK_EQ(idr_alloc(&idr, P(1), 1000, 0, IDR_GFP_KERNEL), 1000);
-	MEM(&idr, 3, SG); /* a singleton in the root's slot */
+	MEM(&idr, 3, TU_SINGLETON_COMPACTS); /* a singleton in the root's slot */
 	CHECK(idr_find(&idr, 1000) == P(1));
 	CHECK(idr_find(&idr, 1001) == NULL);
 	CHECK(idr_find(&idr, 999) == NULL);
@@ -71,7 +70,7 @@ TEST(a_leaf_fills_through_every_form_and_empties_back)
 
 	init_two_levels(&idr);
 	/* IDs 1001.. in leaf 15: singleton, compact (2..4), full (5..) */
-	static const int want_compacts[] = { SG, 1, 1, 1, 0, 0 };
+	static const int want_compacts[] = { TU_SINGLETON_COMPACTS, 1, 1, 1, 0, 0 };
 	static const int want_leaves[] = { 3, 3, 3, 3, 4, 4 };
 	for (int k = 0; k < 6; k++) {
 		CHECK_EQ(idr_alloc(&idr, P(k), 1001, 0, IDR_GFP_KERNEL), 1001 + k);
@@ -83,7 +82,7 @@ TEST(a_leaf_fills_through_every_form_and_empties_back)
 	/* Removing from the top: full until 4 are left, then compact, then
 	 * a singleton, then nothing. */
 	static const int left_leaves[] = { 4, 3, 3, 3, 3, 3 };
-	static const int left_compacts[] = { 0, 1, 1, 1, SG, 0 };
+	static const int left_compacts[] = { 0, 1, 1, 1, TU_SINGLETON_COMPACTS, 0 };
 	for (int k = 5; k >= 0; k--) {
 		CHECK(idr_remove(&idr, 1001 + (unsigned)k) == P(k));
 		MEM(&idr, left_leaves[5 - k], left_compacts[5 - k]);
@@ -141,7 +140,7 @@ TEST(replace_in_a_singleton)
 	CHECK(idr_replace(&idr, P(2), 1000) == P(1)); /* in the word */
 	CHECK(idr_replace(&idr, NULL, 1000) == P(2)); /* unpublished */
 	CHECK(idr_find(&idr, 1000) == NULL);
-	MEM(&idr, 3, SG);
+	MEM(&idr, 3, TU_SINGLETON_COMPACTS);
 	/* The one case that needs memory: a pointer no singleton can hold. */
 	if (TU_SINGLETONS) {
 		tu_fail_call(1);
@@ -213,7 +212,7 @@ TEST(a_walk_stopped_inside_a_sparse_leaf_returns_the_callbacks_value)
 	CHECK_EQ(idr_alloc(&idr, P(70), 0, 0, IDR_GFP_KERNEL), 0);
 	for (int i = 0; i < 4; i++)
 		CHECK_EQ(idr_alloc(&idr, P(i), ids[i], 0, IDR_GFP_KERNEL), ids[i]);
-	CHECK_EQ(idr_memory_usage(&idr), 2 * full_leaf + (1 + SG) * compact_leaf); /* 3000: a singleton */
+	CHECK_EQ(idr_memory_usage(&idr), 2 * full_leaf + (1 + TU_SINGLETON_COMPACTS) * compact_leaf); /* 3000: a singleton */
 	for (int k = 0; k < 5; k++) {
 		struct stop_at s = { .at = stops[k] };
 		int ret = idr_for_each(&idr, record_until, &s);
@@ -362,11 +361,11 @@ TEST(a_sparse_leaf_under_the_root_keeps_the_height)
 	for (unsigned i = 0; i < 64; i++)
 		if (i != 5)
 			CHECK(idr_remove(&idr, i) == P(i));
-	MEM(&idr, 2, SG);
+	MEM(&idr, 2, TU_SINGLETON_COMPACTS);
 	CHECK(idr_remove(&idr, 64) == P(64));
 	/* Leaf 0 has turned into a singleton word, and a tree whose root
 	 * would be that word keeps its root node instead. */
-	MEM(&idr, 1, SG);
+	MEM(&idr, 1, TU_SINGLETON_COMPACTS);
 	CHECK(idr_find(&idr, 5) == P(5));
 	CHECK(idr_find(&idr, 64) == NULL);
 	CHECK_EQ(idr_check(&idr), 0);
@@ -422,7 +421,7 @@ TEST(old_api_reserve_builds_full_leaves_only)
 	CHECK_EQ(idr_alloc(&idr, P(1), 1000, 0, IDR_GFP_KERNEL), 1000);
 	CHECK_EQ(idr_alloc(&idr, P(3), 2000, 0, IDR_GFP_KERNEL), 2000);
 	CHECK_EQ(idr_alloc(&idr, P(4), 2001, 0, IDR_GFP_KERNEL), 2001);
-	MEM(&idr, 3, 1 + SG); /* a singleton, and a compact leaf with 2 lanes free */
+	MEM(&idr, 3, 1 + TU_SINGLETON_COMPACTS); /* a singleton, and a compact leaf with 2 lanes free */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 	CHECK(idr_pre_get(&idr, IDR_GFP_KERNEL));
@@ -462,10 +461,10 @@ TEST(a_base_costs_no_levels_and_its_leaf_starts_full)
 		idr_init_base(&idr, base);
 		CHECK_EQ(idr_alloc(&idr, P(64), base + 100000, 0, IDR_GFP_KERNEL),
 			 base + 100000);
-		MEM(&idr, 2, SG); /* a root over a node over a singleton */
+		MEM(&idr, 2, TU_SINGLETON_COMPACTS); /* a root over a node over a singleton */
 		for (int id = base; id <= last; id++) {
 			CHECK_EQ(idr_alloc(&idr, P(id & 63), 0, 0, IDR_GFP_KERNEL), id);
-			MEM(&idr, 4, SG); /* and a node over one full leaf */
+			MEM(&idr, 4, TU_SINGLETON_COMPACTS); /* and a node over one full leaf */
 		}
 		for (int id = base; id <= last; id++)
 			CHECK(idr_find(&idr, (unsigned long)id) == P(id & 63));

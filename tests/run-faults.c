@@ -244,9 +244,6 @@ static int alloc_cyclic_wrap(struct idr *idr)
 	return idr_alloc_cyclic(idr, P, 1 << 23, (1 << 24) + 1, IDR_GFP_KERNEL);
 }
 
-/* Compact leaves that a singleton costs: none, or one on 32-bit hosts. */
-#define SG (TU_SINGLETONS ? 0 : 1)
-
 TEST(every_allocation_failure_leaves_idr_unchanged)
 {
 	const struct scenario s[] = {
@@ -256,8 +253,8 @@ TEST(every_allocation_failure_leaves_idr_unchanged)
 		/* 5 levels on top, 4 below, and a compact leaf for the NULL */
 		{ 0, one_id, alloc_null_far, INT_MAX, 10, false },
 		/* the same, but the entry fits in a singleton word (on a
-		 * 32-bit host, a compact leaf: SG) */
-		{ 0, one_id, alloc_u32_top, 1, 9 + SG, false },
+		 * 32-bit host, a compact leaf) */
+		{ 0, one_id, alloc_u32_top, 1, 9 + TU_SINGLETON_COMPACTS, false },
 		{ 0, spread, alloc_far, (1 << 20), 3, false },
 		{ 0, spread, alloc_cyclic_wrap, 1 << 23, 3, false },
 		/* base 1: indices count from 0, so 2^20 starts its leaf: 3
@@ -266,7 +263,7 @@ TEST(every_allocation_failure_leaves_idr_unchanged)
 		/* base 100: indices count from 64, so the first ID is in a
 		 * root leaf */
 		{ 100, NULL, alloc_low, 100, 1, false },
-		{ 1, one_id, alloc_u32_top, 1, 9 + SG, false },
+		{ 1, one_id, alloc_u32_top, 1, 9 + TU_SINGLETON_COMPACTS, false },
 		/* a leaf, its parent, and a lookup directory twice as large */
 		{ 0, fill_dir, alloc_low, DIR_FULL_LEAVES * 64, 3, true },
 		/* a leaf and a larger span directory */
@@ -284,7 +281,7 @@ TEST(every_allocation_failure_leaves_idr_unchanged)
 		CHECK_EQ(n, want);
 		points += n;
 	}
-	CHECK_EQ(points, 52 + 2 * SG);
+	CHECK_EQ(points, 52 + 2 * TU_SINGLETON_COMPACTS);
 }
 
 TEST(removal_never_allocates)

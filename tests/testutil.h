@@ -26,6 +26,8 @@ void tu_library_unlock(struct idr *idr);
  * src/sparse.c) only where pointers have a spare top byte, on 64-bit
  * hosts; on 32-bit ones such an entry takes a compact leaf. */
 #define TU_SINGLETONS (UINTPTR_MAX > 0xffffffffu)
+/* The compact leaves a singleton costs: none, or one on 32-bit hosts. */
+#define TU_SINGLETON_COMPACTS (TU_SINGLETONS ? 0 : 1)
 /* IDs past UINT32_MAX can be asked for only where unsigned long is wider. */
 #define TU_WIDE_ULONG (ULONG_MAX > 0xffffffffu)
 
