@@ -63,8 +63,12 @@ enum { UNLOCKED, LOCKED, CONTENDED };
 
 #define REVOKE_BUDGET 64
 
+/* The spin's hint to the core that it waits: on a core with SMT, the
+ * sibling runs in the meantime. */
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__) || (defined(__arm__) && __ARM_ARCH >= 7)
+#define cpu_relax() __asm__ __volatile__("yield" ::: "memory")
 #else
 #define cpu_relax() ((void)0)
 #endif
