@@ -22,7 +22,7 @@ MANDIR   ?= $(PREFIX)/share/man
 PKGDIR   ?= $(LIBDIR)/pkgconfig
 DESTDIR  ?=
 
-VERSION  := 0.4.1
+VERSION  := 0.4.2
 SOMAJOR  := 0
 SONAME   := libidr.so.$(SOMAJOR)
 

@@ -2,15 +2,15 @@
 # Build libidr and its test programs for another Debian architecture with
 # its cross compiler, and run them: i386 (32-bit pointers and unsigned
 # long, no singleton words) natively, as an x86-64 kernel runs 32-bit
-# programs; arm64 (weakly ordered, unsigned char) and armhf (32-bit, and
-# malloc aligns only to 8 bytes) under qemu-user.  Ends with run-all.sh's
-# "N passed, N failed".
+# programs; arm64 (weakly ordered, unsigned char), armhf (32-bit, and
+# malloc aligns only to 8 bytes) and s390x (big-endian, max_align_t of 8)
+# under qemu-user.  Ends with run-all.sh's "N passed, N failed".
 #
-#   scripts/cross-check.sh i386|arm64|armhf [--install]
+#   scripts/cross-check.sh i386|arm64|armhf|s390x [--install]
 #
 # --install first adds the architecture to dpkg and installs the cross
-# compiler, liburcu for it and (ARM) qemu-user: root or sudo, Debian 12.
-# qemu-user runs the programs, not the machine: its threads keep the
+# compiler, liburcu for it and (not i386) qemu-user: root or sudo, Debian
+# 12.  qemu-user runs the programs, not the machine: its threads keep the
 # host's stronger memory order, so this proves the build and the
 # single-threaded results on ARM, not its memory model.
 set -u
@@ -22,7 +22,8 @@ case $arch in
 i386) triplet=i686-linux-gnu libdir=i386-linux-gnu exec= extra="libasan8:i386 libubsan1:i386" ;;
 arm64) triplet=aarch64-linux-gnu libdir=aarch64-linux-gnu exec=qemu-aarch64 ;;
 armhf) triplet=arm-linux-gnueabihf libdir=arm-linux-gnueabihf exec=qemu-arm ;;
-*) echo "usage: $0 i386|arm64|armhf [--install]" >&2; exit 2 ;;
+s390x) triplet=s390x-linux-gnu libdir=s390x-linux-gnu exec=qemu-s390x ;;
+*) echo "usage: $0 i386|arm64|armhf|s390x [--install]" >&2; exit 2 ;;
 esac
 
 if [ "${2:-}" = --install ]; then

@@ -511,6 +511,12 @@ static inline void writer_exit(struct idr *idr)
 #endif
 
 /* preload.c: the allocator hook, the per-thread stash, diagnostics */
+
+/* What every block from the allocator is aligned to: the tags in node
+ * pointers' low bits need it (4 bits of a retired node's on 64-bit hosts,
+ * src/rcu.c).  It is glibc's malloc() alignment on every host, where
+ * _Alignof(max_align_t) can be less (8 on s390x and armhf). */
+#define MEM_ALIGN (2 * sizeof(void *))
 IDR_HIDDEN void *mem_alloc(size_t size);
 IDR_HIDDEN void mem_free(void *p, size_t size);
 IDR_HIDDEN int pool_fill(struct node_pool *pool, enum node_kind kind,

@@ -40,9 +40,17 @@ void idr_set_allocator(const struct idr_allocator *a)
 	allocator = a ? *a : std;
 }
 
+/* A block aligned less than MEM_ALIGN would corrupt the tags kept in its
+ * address: it goes back, and the caller fails as if out of memory. */
 void *mem_alloc(size_t size)
 {
-	return allocator.alloc(size, allocator.ctx);
+	void *p = allocator.alloc(size, allocator.ctx);
+
+	if (p && ((uintptr_t)p & (MEM_ALIGN - 1))) {
+		allocator.free(p, size, allocator.ctx);
+		return NULL;
+	}
+	return p;
 }
 
 void mem_free(void *p, size_t size)

@@ -51,11 +51,11 @@
  */
 /* A retired node's free word holds the next one's address and a 4-bit
  * tag: in the address's low bits where nodes are 16-byte aligned (64-bit
- * hosts), above the address where it is 32 bits wide (malloc aligns only
- * to 8 bytes on armhf). */
+ * hosts: MEM_ALIGN), above the address where it is 32 bits wide (malloc
+ * aligns only to 8 bytes on armhf). */
 #if UINTPTR_MAX > 0xffffffffu
 #define TAG_SHIFT 0
-_Static_assert(_Alignof(max_align_t) >= 16, "room for the tag in a node pointer");
+_Static_assert(MEM_ALIGN >= 16, "room for the tag in a node pointer");
 #else
 #define TAG_SHIFT 32
 #endif
@@ -318,7 +318,7 @@ void idr_rcu_read_unlock(void)
  * end in order. */
 void idr_rcu_barrier(void)
 {
-	_Alignas(max_align_t) struct idr_node mark = { .slots = { NULL } };
+	_Alignas(MEM_ALIGN) struct idr_node mark = { .slots = { NULL } };
 
 	retire(&mark, height_tag(MARK_HEIGHT));
 	while (!__atomic_load_n(&mark.slots[0], __ATOMIC_ACQUIRE)) {

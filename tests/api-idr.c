@@ -625,6 +625,80 @@ TEST(the_default_allocator_and_diagnostic_work)
 	CHECK_EQ(tu_live(), live); /* the counting allocator saw none of it */
 }
 
+/* An allocator whose blocks sit sizeof(void *) past malloc's, so aligned
+ * less than the 2 * sizeof(void *) the contract asks, while misalign is
+ * set; it counts what it hands out and gets back. */
+static struct {
+	bool misalign;
+	long given, misaligned, returned;
+} skew;
+
+static void *skew_alloc(size_t size, void *ctx)
+{
+	size_t off = skew.misalign ? sizeof(void *) : 2 * sizeof(void *);
+	char *b = malloc(size + off);
+
+	(void)ctx;
+	if (!b)
+		return NULL;
+	skew.given++;
+	skew.misaligned += skew.misalign;
+	return b + off;
+}
+
+static void skew_free(void *p, size_t size, void *ctx)
+{
+	/* malloc() aligns to 2 * sizeof(void *): the offset shows in p. */
+	size_t off = ((uintptr_t)p & (2 * sizeof(void *) - 1)) ? sizeof(void *)
+								 : 2 * sizeof(void *);
+	char *b = (char *)p - off;
+
+	(void)size;
+	(void)ctx;
+	skew.returned++;
+	free(b);
+}
+
+/* Every misaligned block goes straight back and its call fails with
+ * -ENOMEM, leaving the idr as it was; well-aligned blocks work again. */
+TEST(blocks_aligned_less_than_the_contract_fail_cleanly)
+{
+	static const struct idr_allocator a = { skew_alloc, skew_free, NULL };
+	struct idr idr;
+	struct ida ida;
+
+	memset(&skew, 0, sizeof(skew));
+	idr_set_allocator(&a);
+	idr_init(&idr);
+	ida_init(&ida);
+	for (int i = 0; i < 64; i++)
+		CHECK_EQ(idr_alloc(&idr, P(i), 0, 0, IDR_GFP_KERNEL), i);
+	size_t held = idr_memory_usage(&idr);
+
+	skew.misalign = true;
+	CHECK_EQ(idr_alloc(&idr, P(0), 0, 0, IDR_GFP_KERNEL), -ENOMEM);
+	CHECK_EQ(idr_alloc(&idr, P(0), 1000, 0, IDR_GFP_KERNEL), -ENOMEM);
+	idr_preload(IDR_GFP_KERNEL); /* never fails, stocks nothing */
+	CHECK_EQ(idr_alloc(&idr, P(0), 0, 0, IDR_GFP_NOWAIT), -ENOMEM);
+	idr_preload_end();
+	CHECK_EQ(ida_alloc(&ida, IDR_GFP_KERNEL), -ENOMEM);
+	CHECK(skew.misaligned > 0);
+	CHECK_EQ(skew.returned, skew.misaligned); /* none kept */
+	CHECK_EQ(idr_memory_usage(&idr), held);
+	CHECK(idr_find(&idr, 63) == P(63) && !idr_find(&idr, 64));
+	CHECK(ida_is_empty(&ida));
+
+	skew.misalign = false;
+	CHECK_EQ(idr_alloc(&idr, P(0), 0, 0, IDR_GFP_KERNEL), 64);
+	CHECK_EQ(ida_alloc(&ida, IDR_GFP_KERNEL), 0);
+	idr_destroy(&idr);
+	ida_destroy(&ida);
+	idr_rcu_barrier();
+	idr_preload_drain();
+	tu_restore_hooks();
+	CHECK_EQ(skew.returned, skew.given);
+}
+
 static void *preload_and_exit(void *arg)
 {
 	struct idr *idr = arg;
