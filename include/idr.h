@@ -790,7 +790,7 @@ void idr_fork_child(void);
 struct idr_allocator {
 	/* NULL = out of memory.  Need not zero.  Must return memory aligned to
 	 * 2 * sizeof(void *) (16 bytes on 64-bit hosts), as glibc's malloc()
-	 * does: libidr gives a block aligned less straight back to free() and
+	 * does: libidr gives a block aligned less straight back to @free and
 	 * fails as if out of memory.  Must be thread-safe: RCU frees run on
 	 * liburcu's worker thread. */
 	void *(*alloc)(size_t size, void *ctx);

@@ -514,8 +514,8 @@ static inline void writer_exit(struct idr *idr)
 
 /* What every block from the allocator is aligned to: the tags in node
  * pointers' low bits need it (4 bits of a retired node's on 64-bit hosts,
- * src/rcu.c).  It is glibc's malloc() alignment on every host, where
- * _Alignof(max_align_t) can be less (8 on s390x and armhf). */
+ * src/rcu.c).  glibc's malloc() aligns to at least this on every host,
+ * where _Alignof(max_align_t) can be less (8 on s390x). */
 #define MEM_ALIGN (2 * sizeof(void *))
 IDR_HIDDEN void *mem_alloc(size_t size);
 IDR_HIDDEN void mem_free(void *p, size_t size);
