@@ -9,8 +9,8 @@
 #   scripts/cross-check.sh i386|arm64|armhf|s390x [--install]
 #
 # --install first adds the architecture to dpkg and installs the cross
-# compiler, liburcu for it and (not i386) qemu-user: root or sudo, Debian
-# 12.  qemu-user runs the programs, not the machine: its threads keep the
+# compilers, liburcu and libstdc++ for it and (not i386) qemu-user: root
+# or sudo, Debian 12.  qemu-user runs the programs, not the machine: its threads keep the
 # host's stronger memory order, so this proves the build and the
 # single-threaded results on ARM, not its memory model.
 set -u
@@ -27,7 +27,7 @@ s390x) triplet=s390x-linux-gnu libdir=s390x-linux-gnu exec=qemu-s390x ;;
 esac
 
 if [ "${2:-}" = --install ]; then
-	pkgs="crossbuild-essential-$arch liburcu-dev:$arch ${exec:+qemu-user} $extra"
+	pkgs="crossbuild-essential-$arch liburcu-dev:$arch libstdc++6:$arch ${exec:+qemu-user} $extra"
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
 	if ! dpkg -s $pkgs >/dev/null 2>&1; then
@@ -60,9 +60,10 @@ else
 	fail=$((fail + 1))
 fi
 
-# The test programs only: the shell tests inspect the build with the
-# host's tools (nm, objdump) and run the host's compilers.
-tests="$(cd tests && ls ./*.c | sed 's|^\./||; s|\.c$||' | grep -v '^testutil$' | tr '\n' ' ') fuzz-replay"
+# The test programs, and the shell tests that compile the header with the
+# target's C and C++ compilers (and run the C++ program); the others
+# inspect the build with the host's tools (nm, objdump).
+tests="$(cd tests && ls ./*.c | sed 's|^\./||; s|\.c$||' | grep -v '^testutil$' | tr '\n' ' ') fuzz-replay compile-strict compile-cxx"
 
 # Run them with make arguments @..., adding their summary to the totals.
 count() {

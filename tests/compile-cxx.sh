@@ -3,10 +3,14 @@
 # with and without the deprecated API, and tests/compile/uses-api.cc, which
 # expands every macro and inline function, links against libidr.a and
 # checks what they do.  Skipped (no tests counted) without a C++ compiler.
+# A cross build (scripts/cross-check.sh) passes its OBJCOPY, PKG_CONFIG
+# and TEST_EXEC through make's environment.
 O=${O:-build}
 CC=${CC:-cc}
+# The C++ compiler that goes with $CC (a cross one too: TRIPLET-g++).
 case "$CC" in
 *clang*) CXX=${CXX:-clang++} ;;
+*-gcc) CXX=${CXX:-${CC%gcc}g++} ;;
 *) CXX=${CXX:-c++} ;;
 esac
 D=$O/cxx
@@ -34,12 +38,12 @@ done
 # link would otherwise have to repeat.
 if ! make -s O="$D" CC="$CC" SANITIZE= "$D/libidr.a" >/dev/null ||
    ! $CXX -std=c++11 $flags -Wno-deprecated-declarations -o "$D/uses-api" $src "$D/libidr.a" \
-	$(pkg-config --libs liburcu-bp 2>/dev/null || echo -lurcu-bp -lurcu-common) -lpthread; then
+	$(${PKG_CONFIG:-pkg-config} --libs liburcu-bp 2>/dev/null || echo -lurcu-bp -lurcu-common) -lpthread; then
 	ko links_against_libidr
 	echo "compile-cxx: $pass passed, $fail failed"
 	exit 1
 fi
-out=$("$D/uses-api")
+out=$($TEST_EXEC "$D/uses-api") # TEST_EXEC: as in run-all.sh
 rc=$?
 printf '%s\n' "$out" | grep -v 'passed, .* failed$'
 p=$(printf '%s\n' "$out" | sed -n -E 's/^compile-cxx: ([0-9]+) passed, ([0-9]+) failed$/\1/p')

@@ -5,8 +5,10 @@
 # enough: every inline function's body is checked where it is parsed.
 # The C++ half is skipped without a C++ compiler.
 CC=${CC:-cc}
+# The C++ compiler that goes with $CC (a cross one too: TRIPLET-g++).
 case "$CC" in
 *clang*) CXX=${CXX:-clang++} ;;
+*-gcc) CXX=${CXX:-${CC%gcc}g++} ;;
 *) CXX=${CXX:-c++} ;;
 esac
 pass=0
