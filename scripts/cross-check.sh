@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 arch=${1:-}
 extra=
 case $arch in
-i386) triplet=i686-linux-gnu libdir=i386-linux-gnu exec= extra="libasan8:i386 libubsan1:i386" ;;
+i386) triplet=i686-linux-gnu libdir=i386-linux-gnu exec= extra="libasan8:i386 libubsan1:i386 libc6-dbg:i386" ;;
 arm64) triplet=aarch64-linux-gnu libdir=aarch64-linux-gnu exec=qemu-aarch64 ;;
 armhf) triplet=arm-linux-gnueabihf libdir=arm-linux-gnueabihf exec=qemu-arm ;;
 s390x) triplet=s390x-linux-gnu libdir=s390x-linux-gnu exec=qemu-s390x ;;
@@ -77,9 +77,15 @@ count() {
 }
 count
 # i386 programs run natively, so they can run under AddressSanitizer and
-# UBSan too: the second finds what 64-bit habits do in a 32-bit long.
+# UBSan too (the second finds what 64-bit habits do in a 32-bit long),
+# and under valgrind, whose 32-bit tools need libc6-dbg:i386.
 if [ "$arch" = i386 ]; then
 	count O=build/i386-asan SANITIZE=address,undefined
+	if command -v valgrind >/dev/null; then
+		count VALGRIND=1
+	else
+		echo "SKIP i386 under valgrind: no valgrind"
+	fi
 fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
