@@ -79,6 +79,14 @@ count
 # i386 programs run natively, so they can run under AddressSanitizer and
 # UBSan too (the second finds what 64-bit habits do in a 32-bit long),
 # and under valgrind, whose 32-bit tools need libc6-dbg:i386.
+# arm64's memory tagging (MTE), which qemu's "max" CPU emulates and glibc's
+# malloc() uses when its tunable asks (3: faults at the access): every
+# block's pointer carries a tag in its top byte, and a load or store
+# through a freed or overrun block's pointer faults.  The same programs,
+# quick (as under valgrind), and each checks that the tags are there.
+if [ "$arch" = arm64 ]; then
+	count TEST_EXEC="env IDR_TEST_QUICK=1 IDR_TEST_EMULATED=1 IDR_TEST_TAGGED_HEAP=1 QEMU_CPU=max GLIBC_TUNABLES=glibc.mem.tagging=3 $exec"
+fi
 if [ "$arch" = i386 ]; then
 	count O=build/i386-asan SANITIZE=address,undefined
 	if command -v valgrind >/dev/null; then

@@ -255,12 +255,38 @@ void tu_restore_hooks(void)
 	idr_set_diagnostic(capture_diag, NULL);
 }
 
+/* Under IDR_TEST_TAGGED_HEAP=1 (arm64's memory tagging, scripts/
+ * cross-check.sh) malloc()'s pointers must carry a tag in their top byte:
+ * else the run would prove nothing about tagged pointers.  A block may
+ * draw tag 0, so eight are looked at. */
+static bool heap_is_tagged(void)
+{
+	void *p[8];
+	uint64_t tags = 0;
+
+	for (int i = 0; i < 8; i++) {
+		p[i] = malloc(32);
+		tags |= (uint64_t)(uintptr_t)p[i] >> 56;
+	}
+	for (int i = 0; i < 8; i++)
+		free(p[i]);
+	return tags != 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1
 						 : argv[0];
 	int passed = 0, failed = 0;
 
+	if (env_on("IDR_TEST_TAGGED_HEAP")) {
+		bool tagged = heap_is_tagged();
+		printf("%s %s/heap_pointers_carry_tags\n", tagged ? "PASS" : "FAIL", prog);
+		if (tagged)
+			passed++;
+		else
+			failed++;
+	}
 	tu_restore_hooks();
 	for (int i = 0; i < ntests; i++) {
 		if (argc > 1 && strcmp(argv[1], tests[i].name))
