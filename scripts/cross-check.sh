@@ -2,9 +2,10 @@
 # Build libidr and its test programs for another Debian architecture with
 # its cross compiler, and run them: i386 (32-bit pointers and unsigned
 # long, no singleton words) natively, as an x86-64 kernel runs 32-bit
-# programs; arm64 (weakly ordered, unsigned char), armhf (32-bit, and
-# malloc aligns only to 8 bytes) and s390x (big-endian, max_align_t of 8)
-# under qemu-user.  Ends with run-all.sh's "N passed, N failed".
+# programs; arm64 (weakly ordered, unsigned char; also with memory
+# tagging), armhf (32-bit, and malloc aligns only to 8 bytes) and s390x
+# (big-endian, max_align_t of 8) under qemu-user.  Ends with run-all.sh's
+# "N passed, N failed".
 #
 #   scripts/cross-check.sh i386|arm64|armhf|s390x [--install]
 #
@@ -76,9 +77,6 @@ count() {
 	fail=$((fail + ${f%% *}))
 }
 count
-# i386 programs run natively, so they can run under AddressSanitizer and
-# UBSan too (the second finds what 64-bit habits do in a 32-bit long),
-# and under valgrind, whose 32-bit tools need libc6-dbg:i386.
 # arm64's memory tagging (MTE), which qemu's "max" CPU emulates and glibc's
 # malloc() uses when its tunable asks (3: faults at the access): every
 # block's pointer carries a tag in its top byte, and a load or store
@@ -87,6 +85,9 @@ count
 if [ "$arch" = arm64 ]; then
 	count TEST_EXEC="env IDR_TEST_QUICK=1 IDR_TEST_EMULATED=1 IDR_TEST_TAGGED_HEAP=1 QEMU_CPU=max GLIBC_TUNABLES=glibc.mem.tagging=3 $exec"
 fi
+# i386 programs run natively, so they can run under AddressSanitizer and
+# UBSan too (the second finds what 64-bit habits do in a 32-bit long),
+# and under valgrind, whose 32-bit tools need libc6-dbg:i386.
 if [ "$arch" = i386 ]; then
 	count O=build/i386-asan SANITIZE=address,undefined
 	if command -v valgrind >/dev/null; then
