@@ -7,12 +7,7 @@
 # and TEST_EXEC through make's environment.
 O=${O:-build}
 CC=${CC:-cc}
-# The C++ compiler that goes with $CC (a cross one too: TRIPLET-g++).
-case "$CC" in
-*clang*) CXX=${CXX:-clang++} ;;
-*-gcc) CXX=${CXX:-${CC%gcc}g++} ;;
-*) CXX=${CXX:-c++} ;;
-esac
+. tests/compile/cxx.sh
 D=$O/cxx
 src=tests/compile/uses-api.cc
 pass=0

@@ -5,12 +5,7 @@
 # enough: every inline function's body is checked where it is parsed.
 # The C++ half is skipped without a C++ compiler.
 CC=${CC:-cc}
-# The C++ compiler that goes with $CC (a cross one too: TRIPLET-g++).
-case "$CC" in
-*clang*) CXX=${CXX:-clang++} ;;
-*-gcc) CXX=${CXX:-${CC%gcc}g++} ;;
-*) CXX=${CXX:-c++} ;;
-esac
+. tests/compile/cxx.sh
 pass=0
 fail=0
 ok() { echo "PASS compile-strict/$1"; pass=$((pass + 1)); }
