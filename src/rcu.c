@@ -55,13 +55,13 @@
  * aligns only to 8 bytes on armhf). */
 #if UINTPTR_MAX > 0xffffffffu
 #define TAG_SHIFT 0
-_Static_assert(MEM_ALIGN >= 16, "room for the tag in a node pointer");
 #else
 #define TAG_SHIFT 32
 #endif
 #define TAG_HEIGHT ((uint64_t)7 << TAG_SHIFT) /* 0: the node alone; else a subtree's height */
 #define TAG_GEN ((uint64_t)8 << TAG_SHIFT)    /* KIND_GEN, else KIND_PLAIN */
 #define TAG_BITS (TAG_HEIGHT | TAG_GEN)
+_Static_assert(TAG_SHIFT || MEM_ALIGN > TAG_BITS, "room for the tag in a node pointer");
 #define MARK_HEIGHT 7 /* idr_rcu_barrier()'s marker, not a node */
 _Static_assert(MAX_HEIGHT < MARK_HEIGHT, "a height is never the marker");
 
