@@ -5,6 +5,17 @@
 O=${O:-build}
 total_pass=0
 total_fail=0
+# The shell tests run make themselves.  `make check` is not a recursive
+# rule (so `make -n check` runs nothing), so make closes its jobserver's
+# descriptors before this script, and an inner make that still found the
+# jobserver named in MAKEFLAGS would warn that it is unavailable: drop it
+# and the -j that goes with it (the variables after " -- " stay as they
+# are); the inner makes build at -j1.
+flags=${MAKEFLAGS:-}
+vars=
+case $flags in *" -- "*) vars=" -- ${flags#* -- }"; flags=${flags%% -- *} ;; esac
+MAKEFLAGS=$(printf '%s\n' "$flags" | sed -E 's/(^| )--jobserver-(auth|fds)=[^ ]*//g; s/(^| )-j[0-9]*//g')$vars
+export MAKEFLAGS
 for t in "$@"; do
 	if [ -f "tests/$t.sh" ]; then
 		out=$(sh "tests/$t.sh" 2>&1)
