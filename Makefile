@@ -20,10 +20,13 @@ LIBDIR   ?= $(PREFIX)/lib
 INCDIR   ?= $(PREFIX)/include
 MANDIR   ?= $(PREFIX)/share/man
 PKGDIR   ?= $(LIBDIR)/pkgconfig
+CMAKEDIR ?= $(LIBDIR)/cmake/idr
 DESTDIR  ?=
 
 VERSION  := 0.4.2
-SOMAJOR  := 0
+# The soname's number is the release's first: a release that would break
+# programs built against the one before it raises both (docs/guarantees.md).
+SOMAJOR  := $(firstword $(subst ., ,$(VERSION)))
 SONAME   := libidr.so.$(SOMAJOR)
 
 # Cross builds name the target's pkg-config (docs/portability.md).
@@ -55,7 +58,9 @@ TEST_BINS += $(O)/tests/fuzz-replay
 
 .PHONY: all deps check coverage demo bench bench-limits fuzz lint install uninstall clean FORCE
 
-all: $(O)/libidr.so $(O)/libidr.a $(O)/idr.pc
+CMAKE_FILES := $(O)/cmake/idr-config.cmake $(O)/cmake/idr-config-version.cmake
+
+all: $(O)/libidr.so $(O)/libidr.a $(O)/idr.pc $(CMAKE_FILES)
 
 # What this build directory's files are compiled with, rewritten only when
 # it changes (compared, as idr.pc is below): whatever is compiled depends
@@ -69,7 +74,7 @@ $(FLAGS): FORCE | $(O)/obj
 $(O)/obj/%.o: src/%.c src/internal.h include/idr.h $(FLAGS) | $(O)/obj
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(O)/obj $(O)/tests $(O)/examples $(O)/bench:
+$(O)/obj $(O)/tests $(O)/examples $(O)/bench $(O)/cmake:
 	mkdir -p $@
 
 # -Bsymbolic-functions: the library's own calls to its API (ida_alloc's
@@ -104,15 +109,26 @@ $(O)/obj/libidr-internal.a: $(OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
-# idr.pc names the install directories, so `make` then `make install
-# PREFIX=/opt` must not install one that points at /usr/local.  Its content
-# is made on every run and the file replaced only when that differs: a
-# stamp of the variables would be compared by mtime, and two makes within
-# one clock tick would keep the stale file.
-$(O)/idr.pc: idr.pc.in FORCE | $(O)/obj
+# idr.pc and CMake's package files name the install directories, so `make`
+# then `make install PREFIX=/opt` must not install one that points at
+# /usr/local.  Their content is made on every run and each file replaced
+# only when that differs: a stamp of the variables would be compared by
+# mtime, and two makes within one clock tick would keep the stale file.
+# CMake is told the pointer size the library is built for.
+space := $(subst ,, )
+define fill_in
 	@sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-	    -e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@.new
+	    -e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+	    -e 's|@SONAME@|$(SONAME)|' -e 's|@URCU_LIBS@|$(subst $(space),;,$(strip $(URCU_LIBS)))|' \
+	    -e "s|@POINTER_BYTES@|$$(echo __SIZEOF_POINTER__ | $(CC) -E -P - | tail -n 1)|" $< > $@.new
 	@if cmp -s $@.new $@; then rm -f $@.new; else mv $@.new $@; fi
+endef
+
+$(O)/idr.pc: idr.pc.in FORCE | $(O)/obj
+	$(fill_in)
+
+$(O)/cmake/%: cmake/%.in FORCE | $(O)/cmake
+	$(fill_in)
 
 FORCE:
 
@@ -218,6 +234,8 @@ install: all
 	ln -sf libidr.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libidr.so
 	install -m 644 $(O)/libidr.a $(DESTDIR)$(LIBDIR)/
 	install -m 644 $(O)/idr.pc $(DESTDIR)$(PKGDIR)/idr.pc
+	install -d $(DESTDIR)$(CMAKEDIR)
+	install -m 644 $(CMAKE_FILES) $(DESTDIR)$(CMAKEDIR)/
 	for m in man/*.3; do install -m 644 $$m $(DESTDIR)$(MANDIR)/man3/; \
 	  page=$$(basename $$m .3); \
 	  for f in $$(sed -n 's/^\.B [^(]*[ *]\([a-z_0-9]*\)(.*/\1/p' $$m); do \
@@ -227,6 +245,8 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(INCDIR)/idr.h $(DESTDIR)$(LIBDIR)/libidr.* $(DESTDIR)$(PKGDIR)/idr.pc
 	rm -f $(DESTDIR)$(MANDIR)/man3/idr_*.3 $(DESTDIR)$(MANDIR)/man3/ida_*.3
+	rm -f $(DESTDIR)$(CMAKEDIR)/idr-config.cmake $(DESTDIR)$(CMAKEDIR)/idr-config-version.cmake
+	rmdir $(DESTDIR)$(CMAKEDIR) 2>/dev/null || true
 
 clean:
 	rm -rf build $(O)

@@ -2,15 +2,15 @@
 # What `make install` gives a user: after a plain `make`, an install to
 # another PREFIX (and under DESTDIR) carries a pkg-config file naming that
 # PREFIX; a program built with `pkg-config --cflags --libs idr`, shared or
-# static, runs the seed workflow, and so does a dlopen()ed plugin built
-# with the header; such a program needs libidr's symbol version node and
-# will not start on a library without it; every documented function has a
-# man page and is exported, libidr.so exports exactly the names (and
-# version nodes) of tests/install-symbols.txt, and nothing unprefixed is exported by
-# libidr.so or libidr.a (whose
-# internal names cannot clash with a program's); libidr.so's calls to its
-# own functions do not go through its PLT; `make uninstall` leaves no file
-# behind.
+# static, runs the seed workflow, and so do one built with CMake's
+# find_package(idr) and a dlopen()ed plugin built with the header; such a
+# program needs libidr's symbol version node and will not start on a
+# library without it; every documented function has a man page and is
+# exported, libidr.so exports exactly the names (and version nodes) of
+# tests/install-symbols.txt, and nothing unprefixed is exported by
+# libidr.so or libidr.a (whose internal names cannot clash with a
+# program's); libidr.so's calls to its own functions do not go through its
+# PLT; `make uninstall` leaves no file behind.
 O=${O:-build}
 CC=${CC:-cc}
 D=$O/install-test
@@ -126,6 +126,60 @@ if $CC -std=c11 -Wall -Werror -static -o "$tmp/app-static" "$tmp/app.c" \
 	ok static_link_through_pkg_config
 else
 	ko static_link_through_pkg_config "build or run failed"
+fi
+
+# CMake's find_package(idr), from the package files the install puts in
+# lib/cmake/idr: a program links through idr::idr and idr::idr_static
+# and runs the seed workflow, and a request for a release this one does
+# not satisfy (a later one, another major number, a build of another
+# pointer size) finds nothing.  Skipped (no tests counted) without cmake;
+# CI installs it.
+if command -v cmake >/dev/null; then
+	cm=$tmp/cmake
+	mkdir -p "$cm/link" "$cm/versions"
+	cp "$tmp/app.c" "$cm/link/app.c"
+	cat > "$cm/link/CMakeLists.txt" <<'EOF'
+cmake_minimum_required(VERSION 3.13)
+project(app C)
+find_package(idr 0.4 REQUIRED)
+add_executable(app app.c)
+target_link_libraries(app PRIVATE idr::idr)
+add_executable(app-static app.c)
+target_link_libraries(app-static PRIVATE idr::idr_static)
+EOF
+	if cmake -S "$cm/link" -B "$cm/link/b" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_C_COMPILER="$CC" >/dev/null &&
+	   cmake --build "$cm/link/b" >/dev/null &&
+	   [ "$(LD_LIBRARY_PATH="$P/lib" "$cm/link/b/app")" = "1 1" ] &&
+	   readelf -d "$cm/link/b/app" | grep -q 'NEEDED.*\[libidr\.so\.0\]' &&
+	   [ "$("$cm/link/b/app-static")" = "1 1" ] &&
+	   ! readelf -d "$cm/link/b/app-static" | grep -q 'NEEDED.*libidr'; then
+		ok cmake_find_package_links_shared_and_static
+	else
+		ko cmake_find_package_links_shared_and_static "configure, build or run failed"
+	fi
+	v=$(pkg-config --modversion idr)
+	major=${v%%.*}
+	cat > "$cm/versions/CMakeLists.txt" <<EOF
+cmake_minimum_required(VERSION 3.13)
+project(versions C)
+foreach(req "" 0.1 ${v%.*} $v $major.999 $((major + 1)).0)
+  find_package(idr \${req} QUIET)
+  message(STATUS "request '\${req}': \${idr_FOUND}")
+endforeach()
+set(CMAKE_SIZEOF_VOID_P 2)
+find_package(idr QUIET)
+message(STATUS "request from a 16-bit build: \${idr_FOUND}")
+EOF
+	got=$(cmake -S "$cm/versions" -B "$cm/versions/b" -DCMAKE_PREFIX_PATH="$P" \
+		-DCMAKE_C_COMPILER="$CC" 2>&1 | sed -n 's/^-- request //p' | tr '\n' ' ')
+	want="'': 1 '0.1': 1 '${v%.*}': 1 '$v': 1 '$major.999': 0 '$((major + 1)).0': 0 from a 16-bit build: 0 "
+	if [ "$got" = "$want" ]; then
+		ok cmake_version_requests
+	else
+		ko cmake_version_requests "got: $got; want: $want"
+	fi
+else
+	echo "SKIP install/cmake_*: no cmake"
 fi
 
 # The functions the header documents: "name - summary" in a /** block.
