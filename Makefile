@@ -53,7 +53,7 @@ TESTS ?= $(PROGRAM_TESTS)
 # Shell tests (tests/NAME.sh) have no binary, even when named in TESTS=.
 TEST_BINS := $(patsubst %,$(O)/tests/%,$(filter-out $(patsubst tests/%.sh,%,$(wildcard tests/*.sh)),$(TESTS)))
 # A TESTS= given on the command line overrides this too.
-TESTS += compile-deprecated compile-cxx compile-strict debug-build hooks install fuzz-replay
+TESTS += compile-deprecated compile-cxx compile-strict debug-build hooks install examples fuzz-replay
 TEST_BINS += $(O)/tests/fuzz-replay
 
 .PHONY: all deps check coverage demo bench bench-limits fuzz lint install uninstall clean FORCE
@@ -191,7 +191,7 @@ LINK_PROG = $(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $< $(O)/libidr.a $
 $(O)/examples/%: examples/%.c $(O)/libidr.a $(FLAGS) | $(O)/examples
 	$(LINK_PROG)
 
-demo: $(O)/examples/demo $(O)/examples/migrate
+demo: $(O)/examples/demo $(O)/examples/migrate $(O)/examples/readers
 	$(TEST_EXEC) $(O)/examples/demo
 
 # The benchmark links libjudy (a peer) and interposes malloc to count heap.

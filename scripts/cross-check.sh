@@ -4,8 +4,8 @@
 # long, no singleton words) natively, as an x86-64 kernel runs 32-bit
 # programs; arm64 (weakly ordered, unsigned char; also with memory
 # tagging), armhf (32-bit, and malloc aligns only to 8 bytes) and s390x
-# (big-endian, max_align_t of 8) under qemu-user.  Ends with run-all.sh's
-# "N passed, N failed".
+# (big-endian, max_align_t of 8) under qemu-user; and the shell tests
+# with the target's tools.  Ends with run-all.sh's "N passed, N failed".
 #
 #   scripts/cross-check.sh i386|arm64|armhf|s390x [--install]
 #
@@ -44,6 +44,7 @@ fi
 # library with the multiarch one: run the programs with the latter.
 mk() {
 	make -s -j2 O="build/$arch" CC="$triplet-gcc" OBJCOPY="$triplet-objcopy" \
+		NM="$triplet-nm" OBJDUMP="$triplet-objdump" \
 		PKG_CONFIG="env PKG_CONFIG_LIBDIR=/usr/lib/$libdir/pkgconfig pkg-config" \
 		TEST_EXEC="${exec:+env IDR_TEST_EMULATED=1 $exec}" "$@"
 }
@@ -62,13 +63,20 @@ else
 fi
 
 # The test programs, and the shell tests that compile the header with the
-# target's C and C++ compilers (and run the C++ program); the others
-# inspect the build with the host's tools (nm, objdump).
+# target's C and C++ compilers (and run the C++ program).
 tests="$(cd tests && ls ./*.c | sed 's|^\./||; s|\.c$||' | grep -v '^testutil$' | tr '\n' ' ') fuzz-replay compile-strict compile-cxx"
+# Once, in the first run: what `make install` gives (inspected with the
+# target's nm and objdump, its programs run with the emulator), the
+# IDR_DEBUG build and the examples (readers' threads among them).  tests/hooks/ forks threaded programs, which qemu-user
+# does not survive: those run on i386 only.
+once="install debug-build examples"
+[ "$arch" = i386 ] && once="$once hooks"
 
-# Run them with make arguments @..., adding their summary to the totals.
+# Run @1 with make arguments @2..., adding their summary to the totals.
 count() {
-	out=$(mk TESTS="$tests" "$@" check 2>&1)
+	list=$1
+	shift
+	out=$(mk TESTS="$list" "$@" check 2>&1)
 	summary=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
 	printf '%s\n' "$out" | grep -vxF "$summary"
 	[ -n "$summary" ] || summary="0 passed, 1 failed"
@@ -76,22 +84,22 @@ count() {
 	f=${summary#* passed, }
 	fail=$((fail + ${f%% *}))
 }
-count
+count "$tests $once"
 # arm64's memory tagging (MTE), which qemu's "max" CPU emulates and glibc's
 # malloc() uses when its tunable asks (3: faults at the access): every
 # block's pointer carries a tag in its top byte, and a load or store
 # through a freed or overrun block's pointer faults.  The same programs,
 # quick (as under valgrind), and each checks that the tags are there.
 if [ "$arch" = arm64 ]; then
-	count TEST_EXEC="env IDR_TEST_QUICK=1 IDR_TEST_EMULATED=1 IDR_TEST_TAGGED_HEAP=1 QEMU_CPU=max GLIBC_TUNABLES=glibc.mem.tagging=3 $exec"
+	count "$tests" TEST_EXEC="env IDR_TEST_QUICK=1 IDR_TEST_EMULATED=1 IDR_TEST_TAGGED_HEAP=1 QEMU_CPU=max GLIBC_TUNABLES=glibc.mem.tagging=3 $exec"
 fi
 # i386 programs run natively, so they can run under AddressSanitizer and
 # UBSan too (the second finds what 64-bit habits do in a 32-bit long),
 # and under valgrind, whose 32-bit tools need libc6-dbg:i386.
 if [ "$arch" = i386 ]; then
-	count O=build/i386-asan SANITIZE=address,undefined
+	count "$tests" O=build/i386-asan SANITIZE=address,undefined
 	if command -v valgrind >/dev/null; then
-		count VALGRIND=1
+		count "$tests" VALGRIND=1
 	else
 		echo "SKIP i386 under valgrind: no valgrind"
 	fi

@@ -7,7 +7,7 @@
 O=${O:-build}
 CC=${CC:-cc}
 D=$O/hooks
-LIBS=$(pkg-config --libs liburcu-bp 2>/dev/null || echo -lurcu-bp -lurcu-common)
+LIBS=$(${PKG_CONFIG:-pkg-config} --libs liburcu-bp 2>/dev/null || echo -lurcu-bp -lurcu-common)
 if ! make -s O="$D" CC="$CC" SANITIZE= CFLAGS=-DIDR_TEST_HOOKS "$D/libidr.a" >/dev/null ||
    ! mkdir -p "$D/tests"; then
 	echo "hooks: 0 passed, 1 failed"

@@ -13,6 +13,12 @@
 # PLT; `make uninstall` leaves no file behind.
 O=${O:-build}
 CC=${CC:-cc}
+# A cross build (scripts/cross-check.sh) names the target's tools and its
+# pkg-config, and runs the programs with TEST_EXEC (an emulator).
+NM=${NM:-nm}
+OBJDUMP=${OBJDUMP:-objdump}
+PKG_CONFIG=${PKG_CONFIG:-pkg-config}
+TEST_EXEC=${TEST_EXEC:-}
 D=$O/install-test
 pass=0
 fail=0
@@ -66,8 +72,8 @@ int main(void)
 }
 EOF
 export PKG_CONFIG_PATH="$P/lib/pkgconfig"
-if $CC -std=c11 -Wall -Werror -o "$tmp/app" "$tmp/app.c" $(pkg-config --cflags --libs idr) &&
-   [ "$(LD_LIBRARY_PATH="$P/lib" "$tmp/app")" = "1 1" ] &&
+if $CC -std=c11 -Wall -Werror -o "$tmp/app" "$tmp/app.c" $($PKG_CONFIG --cflags --libs idr) &&
+   [ "$(LD_LIBRARY_PATH="$P/lib" $TEST_EXEC "$tmp/app")" = "1 1" ] &&
    readelf -d "$tmp/app" | grep -q 'NEEDED.*\[libidr\.so\.0\]'; then
 	ok shared_link_through_pkg_config
 else
@@ -81,14 +87,14 @@ node=$(sed -n 's/^\(LIBIDR_[0-9.]*\) {$/\1/p' src/libidr.map | tail -n 1)
 mkdir -p "$tmp/old"
 echo 'int idr_stand_in(void) { return 0; }' > "$tmp/old/lib.c"
 printf 'LIBIDR_0.0 { global: idr_stand_in; local: *; };\n' > "$tmp/old/lib.map"
-if [ -n "$node" ] && objdump -p "$tmp/app" | sed -n '/required from libidr/,/required from/p' | grep -q " $node\$" &&
+if [ -n "$node" ] && $OBJDUMP -p "$tmp/app" | sed -n '/required from libidr/,/required from/p' | grep -q " $node\$" &&
    $CC -shared -fPIC -Wl,-soname,libidr.so.0 -Wl,--version-script,"$tmp/old/lib.map" \
 	-o "$tmp/old/libidr.so.0" "$tmp/old/lib.c" &&
-   ! LD_LIBRARY_PATH="$tmp/old" "$tmp/app" > /dev/null 2> "$tmp/old/err" &&
+   ! LD_LIBRARY_PATH="$tmp/old" $TEST_EXEC "$tmp/app" > /dev/null 2> "$tmp/old/err" &&
    grep -q "version .$node' not found" "$tmp/old/err"; then
 	ok programs_need_the_version_node
 else
-	ko programs_need_the_version_node "node '$node': $(objdump -p "$tmp/app" | grep LIBIDR) $(cat "$tmp/old/err" 2>/dev/null)"
+	ko programs_need_the_version_node "node '$node': $($OBJDUMP -p "$tmp/app" | grep LIBIDR) $(cat "$tmp/old/err" 2>/dev/null)"
 fi
 # A plugin built with the header, whose inline preload and lock reach
 # libidr's thread-local state at a fixed offset (initial-exec), and a host
@@ -112,17 +118,17 @@ int main(int argc, char **argv)
 }
 EOF
 if $CC -std=c11 -Wall -Werror -fPIC -shared -o "$tmp/plugin.so" "$tmp/plugin.c" \
-	$(pkg-config --cflags --libs idr) &&
+	$($PKG_CONFIG --cflags --libs idr) &&
    $CC -std=c11 -Wall -Werror -o "$tmp/host" "$tmp/host.c" -ldl &&
-   [ "$(LD_LIBRARY_PATH="$P/lib" "$tmp/host" "$tmp/plugin.so")" = "1 1" ]; then
+   [ "$(LD_LIBRARY_PATH="$P/lib" $TEST_EXEC "$tmp/host" "$tmp/plugin.so")" = "1 1" ]; then
 	ok dlopened_plugin_runs_the_inline_seed_pattern
 else
-	ko dlopened_plugin_runs_the_inline_seed_pattern "build or run failed: $(LD_LIBRARY_PATH="$P/lib" "$tmp/host" "$tmp/plugin.so" 2>&1)"
+	ko dlopened_plugin_runs_the_inline_seed_pattern "build or run failed: $(LD_LIBRARY_PATH="$P/lib" $TEST_EXEC "$tmp/host" "$tmp/plugin.so" 2>&1)"
 fi
 # glibc warns that a static program still dlopens for NSS: not ours.
 if $CC -std=c11 -Wall -Werror -static -o "$tmp/app-static" "$tmp/app.c" \
-	$(pkg-config --static --cflags --libs idr) 2>/dev/null &&
-   [ "$("$tmp/app-static")" = "1 1" ]; then
+	$($PKG_CONFIG --static --cflags --libs idr) 2>/dev/null &&
+   [ "$($TEST_EXEC "$tmp/app-static")" = "1 1" ]; then
 	ok static_link_through_pkg_config
 else
 	ko static_link_through_pkg_config "build or run failed"
@@ -149,15 +155,15 @@ target_link_libraries(app-static PRIVATE idr::idr_static)
 EOF
 	if cmake -S "$cm/link" -B "$cm/link/b" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_C_COMPILER="$CC" >/dev/null &&
 	   cmake --build "$cm/link/b" >/dev/null &&
-	   [ "$(LD_LIBRARY_PATH="$P/lib" "$cm/link/b/app")" = "1 1" ] &&
+	   [ "$(LD_LIBRARY_PATH="$P/lib" $TEST_EXEC "$cm/link/b/app")" = "1 1" ] &&
 	   readelf -d "$cm/link/b/app" | grep -q 'NEEDED.*\[libidr\.so\.0\]' &&
-	   [ "$("$cm/link/b/app-static")" = "1 1" ] &&
+	   [ "$($TEST_EXEC "$cm/link/b/app-static")" = "1 1" ] &&
 	   ! readelf -d "$cm/link/b/app-static" | grep -q 'NEEDED.*libidr'; then
 		ok cmake_find_package_links_shared_and_static
 	else
 		ko cmake_find_package_links_shared_and_static "configure, build or run failed"
 	fi
-	v=$(pkg-config --modversion idr)
+	v=$($PKG_CONFIG --modversion idr)
 	major=${v%%.*}
 	cat > "$cm/versions/CMakeLists.txt" <<EOF
 cmake_minimum_required(VERSION 3.13)
@@ -194,7 +200,7 @@ if [ -z "$missing" ]; then ok every_documented_function_has_a_man_page
 else ko every_documented_function_has_a_man_page "no page for:$missing"; fi
 
 # Each page's header names the release the pkg-config file does.
-version=$(pkg-config --modversion idr)
+version=$($PKG_CONFIG --modversion idr)
 stale=""
 for m in man/*.3; do
 	head -n 1 "$m" | grep -q "\"libidr $version\"" || stale="$stale $m"
@@ -210,7 +216,7 @@ else ko header_names_the_release "idr.h says $hdr, pkg-config $version"; fi
 # The shared library's exported names are the API: each carries the idr_
 # or ida_ prefix, and each function the header documents is among them.
 # (The version node is an absolute symbol, "A"; names carry "@@node".)
-exported=$(nm -D --defined-only "$P/lib/libidr.so.0" | awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }')
+exported=$($NM -D --defined-only "$P/lib/libidr.so.0" | awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }')
 stray=$(printf '%s\n' "$exported" | grep -v '^id[ar]_')
 absent=""
 for f in $documented; do
@@ -229,7 +235,7 @@ fi
 # docs/guarantees.md ("ABI") says what VERSION or soname it needs; then
 # the list is updated with it.
 listed=$(sort -k2 tests/install-symbols.txt)
-actual=$(nm -D --defined-only --with-symbol-versions "$P/lib/libidr.so.0" | awk '{ print $2, $3 }' | sort -k2)
+actual=$($NM -D --defined-only --with-symbol-versions "$P/lib/libidr.so.0" | awk '{ print $2, $3 }' | sort -k2)
 if [ -n "$actual" ] && [ "$actual" = "$listed" ]; then
 	ok exports_match_the_symbol_list
 else
@@ -240,7 +246,7 @@ fi
 # The library's own calls to its API bind inside it: none goes through its
 # PLT, which would cost each of them an indirect jump (IDA's calls to
 # idr_lock, for one) and let another library's idr_lock stand in for it.
-selfplt=$(objdump -d "$P/lib/libidr.so.0" | grep -oE '<id[ar]_[a-z_0-9]*@plt>' | sort -u)
+selfplt=$($OBJDUMP -d "$P/lib/libidr.so.0" | grep -oE '<id[ar]_[a-z_0-9]*@plt>' | sort -u)
 if [ -n "$exported" ] && [ -z "$selfplt" ]; then
 	ok shared_library_calls_its_own_functions_directly
 else
@@ -249,7 +255,7 @@ fi
 
 # The same for the static library, whose internal functions are local: a
 # program may name its own functions as libidr names its internal ones.
-archived=$(nm -g --defined-only "$P/lib/libidr.a" | awk 'NF == 3 { print $3 }')
+archived=$($NM -g --defined-only "$P/lib/libidr.a" | awk 'NF == 3 { print $3 }')
 stray=$(printf '%s\n' "$archived" | grep -v '^id[ar]_')
 if [ -n "$archived" ] && [ -z "$stray" ]; then
 	ok static_library_defines_only_the_api
@@ -281,8 +287,8 @@ int main(void)
 }
 EOF
 if $CC -std=c11 -Wall -Werror -static -o "$tmp/names" "$tmp/names.c" \
-	$(pkg-config --static --cflags --libs idr) 2>/dev/null &&
-   [ "$("$tmp/names")" = "0 1 2 4" ]; then
+	$($PKG_CONFIG --static --cflags --libs idr) 2>/dev/null &&
+   [ "$($TEST_EXEC "$tmp/names")" = "0 1 2 4" ]; then
 	ok static_link_beside_the_same_internal_names
 else
 	ko static_link_beside_the_same_internal_names "build or run failed"
