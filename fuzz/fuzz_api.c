@@ -559,6 +559,26 @@ static void op_ida_exists(struct state *s, struct input *in)
 	FZ_ASSERT(ida_exists(&s->ida, id) == (model_get(&s->ida_m, id) != NULL));
 }
 
+/* The lowest allocated ID in [min, max]: the model's first entry there. */
+static void op_ida_find_first(struct state *s, struct input *in)
+{
+	uint32_t min = (uint32_t)get_id(in), max = (uint32_t)get_id(in);
+	uint64_t top = max > INT_MAX ? INT_MAX : max;
+	size_t i = model_lower(&s->ida_m, min);
+	long c = calls;
+	int got = ida_find_first_range(&s->ida, min, max);
+
+	FZ_ASSERT(calls == c);
+	if (min > INT_MAX)
+		FZ_ASSERT(got == -EINVAL);
+	else if (i < s->ida_m.n && s->ida_m.e[i].id <= top)
+		FZ_ASSERT(got >= 0 && (uint64_t)got == s->ida_m.e[i].id);
+	else
+		FZ_ASSERT(got == -ENOENT);
+	FZ_ASSERT(ida_find_first(&s->ida) ==
+		  (s->ida_m.n ? (int)s->ida_m.e[0].id : -ENOENT));
+}
+
 static void op_reset(struct state *s, struct input *in)
 {
 	idr_destroy(&s->idr);
@@ -580,7 +600,7 @@ static void (*const ops[])(struct state *, struct input *) = {
 	op_replace,   op_find,         op_get_next,  op_for_each,
 	op_preload,   op_faults,       op_ida_alloc, op_ida_free,
 	op_ida_exists, op_reset,       op_cursor,    op_alloc_handle,
-	op_handle_call, op_get_next_ul,
+	op_handle_call, op_get_next_ul, op_ida_find_first,
 };
 
 /* What both structures must satisfy after every operation. */

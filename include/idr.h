@@ -67,7 +67,7 @@ extern "C" {
 #endif
 
 #define IDR_VERSION_MAJOR 0
-#define IDR_VERSION_MINOR 4
+#define IDR_VERSION_MINOR 5
 
 /* ---------------------------------------------------------------------- */
 /* Allocation flags: userspace stand-ins for the kernel's gfp_t.           */
@@ -872,6 +872,19 @@ void ida_free(struct ida *ida, unsigned int id);
  * ida_exists - whether @id is allocated.  Context: any; takes the lock.
  */
 bool ida_exists(struct ida *ida, unsigned int id);
+
+/**
+ * ida_find_first_range - the lowest allocated ID in [@min, @max].
+ * @max: inclusive; values above INT_MAX are treated as INT_MAX.
+ * Context: any thread; takes the ida's own lock.  Does not allocate.
+ * Return: the ID; -ENOENT if no ID in the range is allocated (or @min >
+ *         @max); -EINVAL if @min > INT_MAX.
+ * Since 0.5.0 (the kernel's IDA has it since Linux 6.15).
+ */
+int ida_find_first_range(struct ida *ida, unsigned int min, unsigned int max);
+
+/* ida_find_first_range() over [0, INT_MAX]: -ENOENT if @ida is empty. */
+int ida_find_first(struct ida *ida);
 
 /**
  * ida_is_empty - whether no ID is allocated.  Context: any (a snapshot).

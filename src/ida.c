@@ -41,17 +41,26 @@ static uint64_t *chunk_bitmap(const struct ida *ida, uint64_t chunk)
 	return slot ? *slot : NULL;
 }
 
-/* The first clear bit at or after @from, or IDA_CHUNK_IDS. */
-static unsigned first_zero(const uint64_t *bitmap, unsigned from)
+/* The first bit at or after @from that is clear (@clear) or set (not
+ * @clear), or IDA_CHUNK_IDS.  Inline with @clear a constant, each caller
+ * gets its own loop. */
+static inline unsigned first_bit(const uint64_t *bitmap, unsigned from, bool clear)
 {
+	uint64_t flip = clear ? ~(uint64_t)0 : 0;
+
 	for (unsigned w = from / 64; w < IDA_CHUNK_WORDS; w++) {
-		uint64_t free = ~bitmap[w];
+		uint64_t bits = bitmap[w] ^ flip;
 		if (w == from / 64)
-			free &= ~(uint64_t)0 << (from % 64);
-		if (free)
-			return w * 64 + (unsigned)__builtin_ctzll(free);
+			bits &= ~(uint64_t)0 << (from % 64);
+		if (bits)
+			return w * 64 + (unsigned)__builtin_ctzll(bits);
 	}
 	return IDA_CHUNK_IDS;
+}
+
+static unsigned first_zero(const uint64_t *bitmap, unsigned from)
+{
+	return first_bit(bitmap, from, true);
 }
 
 static bool bitmap_full(const uint64_t *bitmap)
@@ -275,6 +284,48 @@ bool ida_exists(struct ida *ida, unsigned int id)
 			       id % IDA_CHUNK_IDS);
 	idr__unlock_fast(&ida->ida_rt);
 	return ret;
+}
+
+/* The lowest allocated ID in [@min, @max], or -ENOENT.  Every bitmap in
+ * the tree has a bit set (ida_free() drops one that empties), so past
+ * @min's own chunk the first chunk found holds the answer. */
+static int first_used(struct ida *ida, uint64_t min, uint64_t max)
+{
+	uint64_t chunk = min >> IDA_CHUNK_BITS;
+	unsigned from = min % IDA_CHUNK_IDS;
+
+	for (;;) {
+		void *bitmap;
+		uint64_t found = tree_next_entry(&ida->ida_rt, chunk, max >> IDA_CHUNK_BITS,
+						 &bitmap);
+		if (found == INDEX_NONE)
+			return -ENOENT;
+		unsigned b = first_bit(bitmap, found == chunk ? from : 0, false);
+		if (b < IDA_CHUNK_IDS) {
+			uint64_t id = (found << IDA_CHUNK_BITS) + b;
+			return id <= max ? (int)id : -ENOENT;
+		}
+		/* @min's chunk has IDs only below @min. */
+		chunk = found + 1;
+		from = 0;
+	}
+}
+
+int ida_find_first_range(struct ida *ida, unsigned int min, unsigned int max)
+{
+	if (min > INT_MAX)
+		return -EINVAL;
+	if (max > INT_MAX)
+		max = INT_MAX;
+	idr__lock_fast(&ida->ida_rt);
+	int ret = min > max ? -ENOENT : first_used(ida, min, max);
+	idr__unlock_fast(&ida->ida_rt);
+	return ret;
+}
+
+int ida_find_first(struct ida *ida)
+{
+	return ida_find_first_range(ida, 0, UINT_MAX);
 }
 
 bool ida_is_empty(const struct ida *ida)

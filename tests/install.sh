@@ -79,22 +79,42 @@ if $CC -std=c11 -Wall -Werror -o "$tmp/app" "$tmp/app.c" $($PKG_CONFIG --cflags 
 else
 	ko shared_link_through_pkg_config "build, run or soname failed"
 fi
-# A program linked with libidr.so needs the newest version node of
-# src/libidr.map that it uses (all its names are in the one node so far),
-# and on a library without that node it stops at start-up, naming the node:
-# here a stand-in libidr.so.0 whose one name is in an older node.
-node=$(sed -n 's/^\(LIBIDR_[0-9.]*\) {$/\1/p' src/libidr.map | tail -n 1)
+# A program linked with libidr.so records the version node of each name it
+# uses (src/libidr.map).  One that uses a name of the newest node stops at
+# start-up on a library without that node, naming it: here a stand-in
+# libidr.so.0 whose one name is in the node before.  (It takes the name's
+# address only, never calls it, so any prototype will do.)  The seed workflow, whose
+# names are all of the first node, needs no later one, so it runs on any
+# release since that node's.
+nodes=$(sed -n 's/^\(LIBIDR_[0-9.]*\) {$/\1/p' src/libidr.map)
+node=$(printf '%s\n' "$nodes" | tail -n 1)
+older=$(printf '%s\n' "$nodes" | tail -n 2 | head -n 1)
+[ "$older" != "$node" ] || older=LIBIDR_0.0
+name=$(sed -n "/^$node {/,/}/p" src/libidr.map | grep -o 'id[ar]_[a-z_0-9]*' | head -n 1)
+required() { $OBJDUMP -p "$1" | sed -n '/required from libidr/,/required from/p'; }
 mkdir -p "$tmp/old"
+printf 'void %s(void);\nint main(void) { void (*volatile f)(void) = %s; return f == 0; }\n' \
+	"$name" "$name" > "$tmp/new.c"
 echo 'int idr_stand_in(void) { return 0; }' > "$tmp/old/lib.c"
-printf 'LIBIDR_0.0 { global: idr_stand_in; local: *; };\n' > "$tmp/old/lib.map"
-if [ -n "$node" ] && $OBJDUMP -p "$tmp/app" | sed -n '/required from libidr/,/required from/p' | grep -q " $node\$" &&
+printf '%s { global: idr_stand_in; local: *; };\n' "$older" > "$tmp/old/lib.map"
+if [ -n "$name" ] &&
+   $CC -std=c11 -Wall -Werror -o "$tmp/new" "$tmp/new.c" $($PKG_CONFIG --cflags --libs idr) &&
+   required "$tmp/new" | grep -q " $node\$" &&
+   LD_LIBRARY_PATH="$P/lib" $TEST_EXEC "$tmp/new" > /dev/null &&
    $CC -shared -fPIC -Wl,-soname,libidr.so.0 -Wl,--version-script,"$tmp/old/lib.map" \
 	-o "$tmp/old/libidr.so.0" "$tmp/old/lib.c" &&
-   ! LD_LIBRARY_PATH="$tmp/old" $TEST_EXEC "$tmp/app" > /dev/null 2> "$tmp/old/err" &&
+   ! LD_LIBRARY_PATH="$tmp/old" $TEST_EXEC "$tmp/new" > /dev/null 2> "$tmp/old/err" &&
    grep -q "version .$node' not found" "$tmp/old/err"; then
 	ok programs_need_the_version_node
 else
-	ko programs_need_the_version_node "node '$node': $($OBJDUMP -p "$tmp/app" | grep LIBIDR) $(cat "$tmp/old/err" 2>/dev/null)"
+	ko programs_need_the_version_node "node '$node', name '$name': $(required "$tmp/new" | grep LIBIDR) $(cat "$tmp/old/err" 2>/dev/null)"
+fi
+first=$(printf '%s\n' "$nodes" | head -n 1)
+if required "$tmp/app" | grep -q " $first\$" &&
+   [ -z "$(required "$tmp/app" | grep LIBIDR_ | grep -v " $first\$")" ]; then
+	ok seed_workflow_needs_only_the_first_node
+else
+	ko seed_workflow_needs_only_the_first_node "$(required "$tmp/app" | grep LIBIDR)"
 fi
 # A plugin built with the header, whose inline preload and lock reach
 # libidr's thread-local state at a fixed offset (initial-exec), and a host

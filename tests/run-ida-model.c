@@ -28,6 +28,35 @@ static long ref_lowest(unsigned w, unsigned lo, unsigned hi)
 	return -1;
 }
 
+/* The lowest allocated offset in [@lo, @hi] of window @w, or -1. */
+static long ref_first_used(unsigned w, unsigned lo, unsigned hi)
+{
+	for (unsigned off = lo; off <= hi;) {
+		if (off % 64 == 0 && !ref[w][off / 64] && hi - off >= 63) {
+			off += 64; /* a word with nothing allocated */
+			continue;
+		}
+		if (ref_test(w, off))
+			return off;
+		off++;
+	}
+	return -1;
+}
+
+/* ida_find_first_range() from offset @lo of window @w: to @hi in that
+ * window, or with @to_end to UINT_MAX, across the windows above. */
+static long ref_find(unsigned w, unsigned lo, unsigned hi, bool to_end)
+{
+	long off = ref_first_used(w, lo, to_end ? WINDOW - 1 : hi);
+
+	if (off >= 0)
+		return windows[w] + (unsigned)off;
+	for (unsigned v = w + 1; to_end && v < 3; v++)
+		if ((off = ref_first_used(v, 0, WINDOW - 1)) >= 0)
+			return windows[v] + (unsigned)off;
+	return -ENOENT;
+}
+
 TEST(ida_matches_bitmap_model)
 {
 	struct ida ida;
@@ -67,6 +96,17 @@ TEST(ida_matches_bitmap_model)
 				live--;
 			}
 		}
+		if (step % 64 == 0) {
+			unsigned lo = (unsigned)(tu_rand(&rng) % WINDOW);
+			bool to_end = tu_rand(&rng) % 4 == 0;
+			unsigned hi = lo + (unsigned)(tu_rand(&rng) % 4096);
+			if (tu_rand(&rng) % 8 == 0)
+				lo = lo & ~1023u; /* chunk edge */
+			if (hi >= WINDOW)
+				hi = WINDOW - 1;
+			CHECK_EQ(ida_find_first_range(&ida, base + lo, to_end ? UINT_MAX : base + hi),
+				 ref_find(w, lo, hi, to_end));
+		}
 		if (step % 1000 == 0)
 			CHECK_EQ(ida_check(&ida), 0);
 		if (step % 100000 == 0) {
@@ -75,6 +115,7 @@ TEST(ida_matches_bitmap_model)
 		}
 	}
 	CHECK_EQ(ida_is_empty(&ida), live == 0);
+	CHECK_EQ(ida_find_first(&ida), ref_find(0, 0, 0, true));
 	CHECK_EQ(ida_alloc_range(&ida, 5, 4, IDR_GFP_KERNEL), -ENOSPC);
 	CHECK_EQ(ida_alloc_min(&ida, (unsigned)INT_MAX + 1, IDR_GFP_KERNEL), -ENOSPC);
 	ida_free(&ida, UINT32_MAX); /* out of range: reported, harmless */
@@ -143,6 +184,55 @@ TEST(freeing_the_hint_chunk_drops_the_hint)
 	CHECK(!ida_exists(&ida, 1026));
 	CHECK_EQ(ida_check(&ida), 0);
 	ida_destroy(&ida);
+	CHECK_EQ(ida_memory_usage(&ida), 0);
+	CHECK_EQ(tu_diag_count(), 0);
+}
+
+/* ida_find_first_range()'s errors, and the lowest allocated ID where the
+ * range starts past every ID of its first chunk, ends inside a chunk, or
+ * reaches INT_MAX; it never allocates or changes anything. */
+TEST(find_first_errors_and_chunk_edges)
+{
+	DEFINE_IDA(ida);
+	static const unsigned ids[] = { 3, 1023, 1024, 3000, 70000, INT_MAX };
+
+	CHECK_EQ(ida_find_first(&ida), -ENOENT);
+	CHECK_EQ(ida_find_first_range(&ida, 0, UINT_MAX), -ENOENT);
+	for (unsigned i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		CHECK_EQ(ida_alloc_min(&ida, ids[i], IDR_GFP_KERNEL), (int)ids[i]);
+	long calls = tu_calls();
+	size_t bytes = ida_memory_usage(&ida);
+
+	CHECK_EQ(ida_find_first(&ida), 3);
+	CHECK_EQ(ida_find_first_range(&ida, 3, 3), 3);
+	CHECK_EQ(ida_find_first_range(&ida, 4, UINT_MAX), 1023);  /* same chunk */
+	CHECK_EQ(ida_find_first_range(&ida, 1024, UINT_MAX), 1024); /* next chunk */
+	CHECK_EQ(ida_find_first_range(&ida, 1025, UINT_MAX), 3000); /* past the first's IDs */
+	/* A search that moves on to a later chunk starts it at bit 0, not at
+	 * the bit @min has in its own chunk: 3000 is bit 952 of its chunk, and
+	 * 70000 bit 368 of its chunk, past chunks without a bitmap. */
+	CHECK_EQ(ida_find_first_range(&ida, 2024, UINT_MAX), 3000);
+	CHECK_EQ(ida_find_first_range(&ida, 4072, UINT_MAX), 70000);
+	CHECK_EQ(ida_find_first_range(&ida, 1025, 2999), -ENOENT);  /* ends inside a chunk */
+	CHECK_EQ(ida_find_first_range(&ida, 3001, 69999), -ENOENT); /* chunks without IDs */
+	CHECK_EQ(ida_find_first_range(&ida, 3001, 70000), 70000);
+	CHECK_EQ(ida_find_first_range(&ida, 70001, UINT_MAX), INT_MAX);
+	CHECK_EQ(ida_find_first_range(&ida, INT_MAX, INT_MAX), INT_MAX);
+	CHECK_EQ(ida_find_first_range(&ida, 70001, INT_MAX - 1), -ENOENT);
+	CHECK_EQ(ida_find_first_range(&ida, 5, 4), -ENOENT);                /* min > max */
+	CHECK_EQ(ida_find_first_range(&ida, (unsigned)INT_MAX + 1, UINT_MAX), -EINVAL);
+	CHECK_EQ(ida_find_first_range(&ida, UINT_MAX, UINT_MAX), -EINVAL);
+	CHECK_EQ(tu_calls(), calls);
+	CHECK_EQ(ida_memory_usage(&ida), bytes);
+
+	ida_free(&ida, 3);
+	ida_free(&ida, 1023);
+	CHECK_EQ(ida_find_first(&ida), 1024);
+	CHECK_EQ(ida_find_first_range(&ida, 0, 1023), -ENOENT); /* chunk 0 is gone */
+	for (unsigned i = 2; i < sizeof(ids) / sizeof(ids[0]); i++)
+		ida_free(&ida, ids[i]);
+	CHECK_EQ(ida_find_first(&ida), -ENOENT);
+	CHECK_EQ(ida_check(&ida), 0);
 	CHECK_EQ(ida_memory_usage(&ida), 0);
 	CHECK_EQ(tu_diag_count(), 0);
 }
