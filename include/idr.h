@@ -942,6 +942,25 @@ int idr_get_new(struct idr *idr, void *ptr, int *id);
  */
 IDR_DEPRECATED("use idr_alloc(idr, ptr, starting_id, 0, gfp)")
 int idr_get_new_above(struct idr *idr, void *ptr, int starting_id, int *id);
+
+/**
+ * ida_simple_get - the kernel's IDA call of 2011-2023, over
+ * ida_alloc_range(): the lowest free ID in [@start, @end), @end exclusive,
+ * and 0 for no limit.  Since 0.5.0.
+ * Context: as ida_alloc_range().
+ * Return: the ID; -EINVAL if @start > INT_MAX; -ENOSPC if none is free in
+ *         the range (or @end <= @start, @end not 0); -ENOMEM as
+ *         ida_alloc_range().
+ */
+IDR_DEPRECATED("use ida_alloc_range(ida, start, end - 1, gfp), max inclusive")
+int ida_simple_get(struct ida *ida, unsigned int start, unsigned int end,
+		   idr_gfp_t gfp);
+
+/**
+ * ida_simple_remove - ida_free() by its old name.  Since 0.5.0.
+ */
+IDR_DEPRECATED("use ida_free()")
+void ida_simple_remove(struct ida *ida, unsigned int id);
 #endif /* IDR_NO_DEPRECATED */
 
 #ifdef __cplusplus

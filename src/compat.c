@@ -3,7 +3,8 @@
  * The pre-2013 API as shims over the new core, with its old semantics kept
  * honest: the reserve belongs to the idr (any thread can drain it), and
  * idr_get_new*() never calls the allocator, returning -EAGAIN instead when
- * the reserve cannot cover the insertion.
+ * the reserve cannot cover the insertion.  And the kernel's IDA calls of
+ * 2011-2023, ida_simple_get() and ida_simple_remove().
  */
 #include <sched.h>
 
@@ -96,4 +97,21 @@ void compat_drain(struct idr *idr)
 	while (idr->idr_reserve_count)
 		mem_free(reserve_pop(idr), kind_bytes(idr_kind(idr)));
 	reserve_unlock(idr);
+}
+
+int ida_simple_get(struct ida *ida, unsigned int start, unsigned int end,
+		   idr_gfp_t gfp)
+{
+	if (start > INT_MAX)
+		return -EINVAL;
+	if (end == 0)
+		end = (unsigned int)INT_MAX + 1;
+	if (end <= start)
+		return -ENOSPC;
+	return ida_alloc_range(ida, start, end - 1, gfp);
+}
+
+void ida_simple_remove(struct ida *ida, unsigned int id)
+{
+	ida_free(ida, id);
 }

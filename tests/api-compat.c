@@ -65,3 +65,29 @@ TEST(shared_reserve_can_fail_a_caller_that_preloaded_new_api_cannot)
 	idr_preload_end();
 	idr_destroy(&idr);
 }
+
+/* The old IDA calls: an exclusive end, 0 for none, and the errors of the
+ * kernel's ida_simple_get(). */
+TEST(ida_simple_get_takes_an_exclusive_end)
+{
+	DEFINE_IDA(ida);
+
+	CHECK_EQ(ida_simple_get(&ida, 0, 0, IDR_GFP_KERNEL), 0);
+	CHECK_EQ(ida_simple_get(&ida, 0, 2, IDR_GFP_KERNEL), 1);
+	CHECK_EQ(ida_simple_get(&ida, 0, 2, IDR_GFP_KERNEL), -ENOSPC); /* 2 excluded */
+	CHECK_EQ(ida_simple_get(&ida, 5, 5, IDR_GFP_KERNEL), -ENOSPC);
+	CHECK_EQ(ida_simple_get(&ida, 5, 4, IDR_GFP_KERNEL), -ENOSPC);
+	CHECK_EQ(ida_simple_get(&ida, 5, 0, IDR_GFP_KERNEL), 5);
+	CHECK_EQ(ida_simple_get(&ida, INT_MAX, 0, IDR_GFP_KERNEL), INT_MAX);
+	CHECK_EQ(ida_simple_get(&ida, INT_MAX, 0, IDR_GFP_KERNEL), -ENOSPC);
+	CHECK_EQ(ida_simple_get(&ida, (unsigned)INT_MAX + 1, 0, IDR_GFP_KERNEL), -EINVAL);
+	CHECK_EQ(ida_simple_get(&ida, 7, UINT_MAX, IDR_GFP_KERNEL), 7); /* clamped */
+	ida_simple_remove(&ida, 1);
+	CHECK(!ida_exists(&ida, 1));
+	CHECK_EQ(ida_simple_get(&ida, 0, 10, IDR_GFP_KERNEL), 1);
+	ida_simple_remove(&ida, 42); /* not allocated: reported */
+	CHECK_EQ(tu_diag_count(), 1);
+	CHECK_EQ(ida_check(&ida), 0);
+	ida_destroy(&ida);
+	CHECK_EQ(ida_memory_usage(&ida), 0);
+}

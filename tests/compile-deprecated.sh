@@ -9,7 +9,8 @@ ok() { echo "PASS compile-deprecated/$1"; pass=$((pass + 1)); }
 ko() { echo "FAIL compile-deprecated/$1"; fail=$((fail + 1)); }
 
 out=$($CC -std=c11 -Wall -Iinclude -c -o /dev/null $src 2>&1)
-if [ $? -eq 0 ] && echo "$out" | grep -q "deprecated" && echo "$out" | grep -q "idr_preload"; then
+if [ $? -eq 0 ] && echo "$out" | grep -q "deprecated" && echo "$out" | grep -q "idr_preload" &&
+   echo "$out" | grep -q "ida_alloc_range" && echo "$out" | grep -q "use ida_free"; then
 	ok old_names_warn_and_name_the_replacement
 else
 	ko old_names_warn_and_name_the_replacement

@@ -10,3 +10,13 @@ int old_style(struct idr *idr, void *ptr)
 		return -ENOMEM;
 	return idr_get_new(idr, ptr, &id) ? -1 : id;
 }
+
+int old_ida(struct ida *ida);
+int old_ida(struct ida *ida)
+{
+	int id = ida_simple_get(ida, 0, 0, IDR_GFP_KERNEL);
+
+	if (id >= 0)
+		ida_simple_remove(ida, (unsigned)id);
+	return id;
+}
