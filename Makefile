@@ -36,10 +36,14 @@ URCU_LIBS   := $(shell $(PKG_CONFIG) --libs liburcu-bp 2>/dev/null || echo -lurc
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 OPT      ?= -O2 -g
+# CPPFLAGS, CFLAGS and LDFLAGS are the packager's (dpkg-buildflags, say):
+# they reach every compile and link, after the build's own flags.
+CPPFLAGS ?=
 CFLAGS   ?=
+LDFLAGS  ?=
 SANITIZE ?=
 SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all)
-ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(OPT) $(WARN) -fPIC -Iinclude $(URCU_CFLAGS) $(SANFLAGS) $(CFLAGS)
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(OPT) $(WARN) -fPIC -Iinclude $(URCU_CFLAGS) $(SANFLAGS) $(CPPFLAGS) $(CFLAGS)
 LDLIBS   := $(URCU_LIBS) -lpthread
 
 SRCS := src/tree.c src/idr.c src/preload.c src/rcu.c src/ida.c src/compat.c src/check.c src/handle.c src/sparse.c src/lock.c src/dir.c
@@ -68,7 +72,7 @@ all: $(O)/libidr.so $(O)/libidr.a $(O)/idr.pc $(CMAKE_FILES)
 # rebuilds instead of linking stale objects.
 FLAGS := $(O)/obj/flags
 $(FLAGS): FORCE | $(O)/obj
-	$(file >$@.new,$(CC) $(ALL_CFLAGS) $(LDLIBS))
+	$(file >$@.new,$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(LDLIBS))
 	@if cmp -s $@.new $@; then rm -f $@.new; else mv $@.new $@; fi
 
 $(O)/obj/%.o: src/%.c src/internal.h include/idr.h $(FLAGS) | $(O)/obj
@@ -82,7 +86,7 @@ $(O)/obj $(O)/tests $(O)/examples $(O)/bench $(O)/cmake:
 # script names what is exported and each name's version node.  The Makefile
 # is a prerequisite so that a new VERSION names a new file.
 $(O)/libidr.so: $(OBJS) src/libidr.map Makefile
-	$(CC) $(SANFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,-Bsymbolic-functions \
+	$(CC) $(SANFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,-Bsymbolic-functions \
 		-Wl,--version-script,src/libidr.map -o $@.$(VERSION) $(OBJS) $(LDLIBS)
 	ln -sf libidr.so.$(VERSION) $(O)/$(SONAME)
 	ln -sf libidr.so.$(VERSION) $@
@@ -133,14 +137,14 @@ $(O)/cmake/%: cmake/%.in FORCE | $(O)/cmake
 FORCE:
 
 $(O)/tests/%: tests/%.c $(TEST_UTIL) tests/testutil.h $(O)/obj/libidr-internal.a $(FLAGS) | $(O)/tests
-	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -Itests -o $@ $< $(TEST_UTIL) $(O)/obj/libidr-internal.a $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -Wno-missing-prototypes -Itests -o $@ $< $(TEST_UTIL) $(O)/obj/libidr-internal.a $(LDLIBS)
 
 # The fuzz target, replayed over fuzz/corpus and fuzz/regressions.
 FUZZ_SRCS := fuzz/fuzz_api.c tests/model.h
 # Both build the library with IDR_DIR_SMALL, so that small inputs meet the
 # lookup directory (src/dir.c).
 $(O)/tests/fuzz-replay: fuzz/replay.c $(FUZZ_SRCS) $(SRCS) src/internal.h include/idr.h $(FLAGS) | $(O)/tests
-	$(CC) $(ALL_CFLAGS) -DIDR_DIR_SMALL -Wno-missing-prototypes -o $@ fuzz/replay.c fuzz/fuzz_api.c $(SRCS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -DIDR_DIR_SMALL -Wno-missing-prototypes -o $@ fuzz/replay.c fuzz/fuzz_api.c $(SRCS) $(LDLIBS)
 
 # libFuzzer (clang) with ASan+UBSan, for FUZZ_SECONDS.  New inputs go to
 # $(FUZZ_O)/corpus; a crashing input lands in fuzz/regressions/, which
@@ -186,7 +190,7 @@ coverage:
 	@sh scripts/coverage.sh $(COV_O)
 
 # Examples and benchmarks: one program per source, linked statically.
-LINK_PROG = $(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $< $(O)/libidr.a $(LDLIBS)
+LINK_PROG = $(CC) $(ALL_CFLAGS) $(LDFLAGS) -Wno-missing-prototypes -o $@ $< $(O)/libidr.a $(LDLIBS)
 
 $(O)/examples/%: examples/%.c $(O)/libidr.a $(FLAGS) | $(O)/examples
 	$(LINK_PROG)
@@ -197,7 +201,7 @@ demo: $(O)/examples/demo $(O)/examples/migrate $(O)/examples/readers
 # The benchmark links libjudy (a peer) and interposes malloc to count heap.
 BENCH_SRCS := bench/bench.c bench/heap.c bench/flatcall.c
 BENCH_DEPS := $(BENCH_SRCS) bench/bench.h bench/flat.h bench/workloads.h $(O)/libidr.a $(FLAGS)
-BENCH_LINK = $(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $(BENCH_SRCS) $(O)/libidr.a
+BENCH_LINK = $(CC) $(ALL_CFLAGS) $(LDFLAGS) -Wno-missing-prototypes -o $@ $(BENCH_SRCS) $(O)/libidr.a
 $(O)/bench/bench: $(BENCH_DEPS) | $(O)/bench
 	$(BENCH_LINK) $(LDLIBS) -lJudy
 
@@ -211,7 +215,7 @@ $(O)/bench/bench-urcu-static: $(BENCH_DEPS) | $(O)/bench
 
 # What a random lookup costs by shape, flat inlined to idr_find (bench/limits.c).
 $(O)/bench/limits: bench/limits.c bench/bench.h $(O)/libidr.a $(FLAGS) | $(O)/bench
-	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ bench/limits.c $(O)/libidr.a $(LDLIBS) \
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -Wno-missing-prototypes -o $@ bench/limits.c $(O)/libidr.a $(LDLIBS) \
 		-Wl,--defsym,library_find=idr_find
 
 bench-limits: $(O)/bench/limits

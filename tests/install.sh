@@ -10,7 +10,8 @@
 # tests/install-symbols.txt, and nothing unprefixed is exported by
 # libidr.so or libidr.a (whose internal names cannot clash with a
 # program's); libidr.so's calls to its own functions do not go through its
-# PLT; `make uninstall` leaves no file behind.
+# PLT; a packager's CPPFLAGS, CFLAGS and LDFLAGS reach the build; `make
+# uninstall` leaves no file behind.
 O=${O:-build}
 CC=${CC:-cc}
 # A cross build (scripts/cross-check.sh) names the target's tools and its
@@ -152,6 +153,21 @@ if $CC -std=c11 -Wall -Werror -static -o "$tmp/app-static" "$tmp/app.c" \
 	ok static_link_through_pkg_config
 else
 	ko static_link_through_pkg_config "build or run failed"
+fi
+
+# A packager's CPPFLAGS, CFLAGS and LDFLAGS (hardening, as
+# dpkg-buildflags gives them) reach the library's compile and link: with
+# _FORTIFY_SOURCE its vsnprintf() is the checked one, with the stack
+# protector its arrays are guarded, and -z now binds every symbol at load.
+F=$O/install-flags
+if make -s O="$F" CC="$CC" SANITIZE= CPPFLAGS=-D_FORTIFY_SOURCE=2 \
+	CFLAGS=-fstack-protector-strong LDFLAGS="-Wl,-z,relro -Wl,-z,now" all >/dev/null &&
+   $NM -D "$F/libidr.so" | grep -q ' U __vsnprintf_chk' &&
+   $NM -D "$F/libidr.so" | grep -q ' U __stack_chk_fail' &&
+   readelf -d "$F/libidr.so" | grep -q 'FLAGS.*BIND_NOW'; then
+	ok packaging_flags_reach_the_build
+else
+	ko packaging_flags_reach_the_build "$(readelf -d "$F/libidr.so" | grep FLAGS) $($NM -D "$F/libidr.so" | grep _chk)"
 fi
 
 # CMake's find_package(idr), from the package files the install puts in
