@@ -84,9 +84,12 @@ $(O)/obj $(O)/tests $(O)/examples $(O)/bench $(O)/cmake:
 # -Bsymbolic-functions: the library's own calls to its API (ida_alloc's
 # idr_lock, for one) go straight to it, not through its PLT.  The version
 # script names what is exported and each name's version node.  The Makefile
-# is a prerequisite so that a new VERSION names a new file.
+# is a prerequisite so that a new VERSION names a new file.  -z nodelete:
+# once loaded, libidr.so stays, even when the plugin that brought it in
+# is dlclose()d, because threads that used it run its key destructor at
+# their exit and liburcu's worker calls its callbacks later.
 $(O)/libidr.so: $(OBJS) src/libidr.map Makefile
-	$(CC) $(SANFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,-Bsymbolic-functions \
+	$(CC) $(SANFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,-Bsymbolic-functions -Wl,-z,nodelete \
 		-Wl,--version-script,src/libidr.map -o $@.$(VERSION) $(OBJS) $(LDLIBS)
 	ln -sf libidr.so.$(VERSION) $(O)/$(SONAME)
 	ln -sf libidr.so.$(VERSION) $@

@@ -36,6 +36,13 @@
  * stash), so none of them may run in a signal handler that can interrupt
  * a libidr call on the same thread.
  *
+ * Plugins: libidr.so is never unloaded once loaded (it is linked with
+ * -z nodelete), so a dlopen()ed plugin that uses it may be dlclose()d while
+ * threads that used libidr go on.  The plugin's own callbacks are its
+ * code: before it is unloaded, call idr_rcu_barrier() so that its
+ * idr_call_rcu() callbacks have run.  A plugin that may be unloaded links
+ * libidr.so, not libidr.a.
+ *
  * Define IDR_NO_DEPRECATED before including this header to hide the old
  * idr_pre_get()/idr_get_new() API.
  *

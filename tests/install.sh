@@ -3,7 +3,8 @@
 # another PREFIX (and under DESTDIR) carries a pkg-config file naming that
 # PREFIX; a program built with `pkg-config --cflags --libs idr`, shared or
 # static, runs the seed workflow, and so do one built with CMake's
-# find_package(idr) and a dlopen()ed plugin built with the header; such a
+# find_package(idr) and a dlopen()ed plugin built with the header (which
+# may be dlclose()d while its threads go on); such a
 # program needs libidr's symbol version node and will not start on a
 # library without it; every documented function has a man page and is
 # exported, libidr.so exports exactly the names (and version nodes) of
@@ -145,6 +146,54 @@ if $CC -std=c11 -Wall -Werror -fPIC -shared -o "$tmp/plugin.so" "$tmp/plugin.c" 
 	ok dlopened_plugin_runs_the_inline_seed_pattern
 else
 	ko dlopened_plugin_runs_the_inline_seed_pattern "build or run failed: $(LD_LIBRARY_PATH="$P/lib" $TEST_EXEC "$tmp/host" "$tmp/plugin.so" 2>&1)"
+fi
+# The same plugin run on a second thread and then dlclose()d: libidr.so
+# stays loaded (it is linked -z nodelete), so the thread's exit, which
+# frees its preload stash through a key destructor in libidr, and
+# liburcu's call_rcu worker, which frees libidr's retired nodes, find its
+# code still there.  Unloaded, the thread's exit crashed.
+cat > "$tmp/unload.c" <<'EOF'
+#define _GNU_SOURCE /* RTLD_NOLOAD */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+
+static int (*run)(void);
+static pthread_barrier_t step;
+
+static void *user(void *arg)
+{
+	(void)arg;
+	run();
+	pthread_barrier_wait(&step); /* the plugin is unloaded meanwhile */
+	pthread_barrier_wait(&step);
+	return NULL;                 /* key destructors run now */
+}
+
+int main(int argc, char **argv)
+{
+	void *h = dlopen(argc > 1 ? argv[1] : "", RTLD_NOW);
+	pthread_t t;
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	run = h ? (int (*)(void))dlsym(h, "plugin_run") : NULL;
+	if (!run || pthread_barrier_init(&step, NULL, 2) ||
+	    pthread_create(&t, NULL, user, NULL))
+		return 1;
+	pthread_barrier_wait(&step);
+	printf("%d ", dlclose(h));
+	printf("%d ", dlopen("libidr.so.0", RTLD_NOW | RTLD_NOLOAD) != NULL);
+	pthread_barrier_wait(&step);
+	pthread_join(t, NULL);
+	printf("joined\n");
+	return 0;
+}
+EOF
+if $CC -std=c11 -Wall -Werror -o "$tmp/unload" "$tmp/unload.c" -ldl -lpthread &&
+   [ "$(LD_LIBRARY_PATH="$P/lib" $TEST_EXEC "$tmp/unload" "$tmp/plugin.so" 2>&1 | tr '\n' ' ')" = "1 1 0 1 joined " ]; then
+	ok dlclosed_plugin_leaves_libidr_loaded
+else
+	ko dlclosed_plugin_leaves_libidr_loaded "$(LD_LIBRARY_PATH="$P/lib" $TEST_EXEC "$tmp/unload" "$tmp/plugin.so" 2>&1)"
 fi
 # glibc warns that a static program still dlopens for NSS: not ours.
 if $CC -std=c11 -Wall -Werror -static -o "$tmp/app-static" "$tmp/app.c" \
