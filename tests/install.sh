@@ -85,9 +85,9 @@ fi
 # uses (src/libidr.map).  One that uses a name of the newest node stops at
 # start-up on a library without that node, naming it: here a stand-in
 # libidr.so.0 whose one name is in the node before.  (It takes the name's
-# address only, never calls it, so any prototype will do.)  The seed workflow, whose
-# names are all of the first node, needs no later one, so it runs on any
-# release since that node's.
+# address only, never calls it, so any prototype will do.)  The seed
+# workflow, whose names are all of the first node, needs no later one, so
+# it runs on any release since that node's.
 nodes=$(sed -n 's/^\(LIBIDR_[0-9.]*\) {$/\1/p' src/libidr.map)
 node=$(printf '%s\n' "$nodes" | tail -n 1)
 older=$(printf '%s\n' "$nodes" | tail -n 2 | head -n 1)
