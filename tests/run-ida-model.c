@@ -20,23 +20,18 @@ static void ref_flip(unsigned w, unsigned off)
 	ref[w][off / 64] ^= (uint64_t)1 << (off % 64);
 }
 
-static long ref_lowest(unsigned w, unsigned lo, unsigned hi)
+/* The lowest offset in [@lo, @hi] of window @w that is allocated (@used)
+ * or free (not @used), or -1; whole words of the other kind are skipped. */
+static long ref_first(unsigned w, unsigned lo, unsigned hi, bool used)
 {
-	for (unsigned off = lo; off <= hi; off++)
-		if (!ref_test(w, off))
-			return off;
-	return -1;
-}
+	uint64_t other = used ? 0 : UINT64_MAX;
 
-/* The lowest allocated offset in [@lo, @hi] of window @w, or -1. */
-static long ref_first_used(unsigned w, unsigned lo, unsigned hi)
-{
 	for (unsigned off = lo; off <= hi;) {
-		if (off % 64 == 0 && !ref[w][off / 64] && hi - off >= 63) {
-			off += 64; /* a word with nothing allocated */
+		if (off % 64 == 0 && ref[w][off / 64] == other && hi - off >= 63) {
+			off += 64;
 			continue;
 		}
-		if (ref_test(w, off))
+		if (ref_test(w, off) == used)
 			return off;
 		off++;
 	}
@@ -47,12 +42,12 @@ static long ref_first_used(unsigned w, unsigned lo, unsigned hi)
  * window, or with @to_end to UINT_MAX, across the windows above. */
 static long ref_find(unsigned w, unsigned lo, unsigned hi, bool to_end)
 {
-	long off = ref_first_used(w, lo, to_end ? WINDOW - 1 : hi);
+	long off = ref_first(w, lo, to_end ? WINDOW - 1 : hi, true);
 
 	if (off >= 0)
 		return windows[w] + (unsigned)off;
 	for (unsigned v = w + 1; to_end && v < 3; v++)
-		if ((off = ref_first_used(v, 0, WINDOW - 1)) >= 0)
+		if ((off = ref_first(v, 0, WINDOW - 1, true)) >= 0)
 			return windows[v] + (unsigned)off;
 	return -ENOENT;
 }
@@ -76,7 +71,7 @@ TEST(ida_matches_bitmap_model)
 				hi = WINDOW - 1;
 			if (tu_rand(&rng) % 8 == 0)
 				lo = lo & ~1023u; /* chunk edge */
-			long want = ref_lowest(w, lo, hi);
+			long want = ref_first(w, lo, hi, false);
 			int got = ida_alloc_range(&ida, base + lo, base + hi, IDR_GFP_KERNEL);
 			if (want < 0) {
 				CHECK_EQ(got, -ENOSPC);
