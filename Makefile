@@ -121,21 +121,25 @@ $(O)/obj/libidr-internal.a: $(OBJS)
 # /usr/local.  Their content is made on every run and each file replaced
 # only when that differs: a stamp of the variables would be compared by
 # mtime, and two makes within one clock tick would keep the stale file.
-# CMake is told the pointer size the library is built for.
+# CMake's version file is also told the pointer size the library is built
+# for, which only the compiler knows ($(1): sed's extra expressions).
 space := $(subst ,, )
 define fill_in
 	@sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 	    -e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 	    -e 's|@SONAME@|$(SONAME)|' -e 's|@URCU_LIBS@|$(subst $(space),;,$(strip $(URCU_LIBS)))|' \
-	    -e "s|@POINTER_BYTES@|$$(echo __SIZEOF_POINTER__ | $(CC) -E -P - | tail -n 1)|" $< > $@.new
+	    $(1) $< > $@.new
 	@if cmp -s $@.new $@; then rm -f $@.new; else mv $@.new $@; fi
 endef
 
 $(O)/idr.pc: idr.pc.in FORCE | $(O)/obj
-	$(fill_in)
+	$(call fill_in)
 
-$(O)/cmake/%: cmake/%.in FORCE | $(O)/cmake
-	$(fill_in)
+$(O)/cmake/idr-config.cmake: cmake/idr-config.cmake.in FORCE | $(O)/cmake
+	$(call fill_in)
+
+$(O)/cmake/idr-config-version.cmake: cmake/idr-config-version.cmake.in FORCE | $(O)/cmake
+	$(call fill_in,-e "s|@POINTER_BYTES@|$$(echo __SIZEOF_POINTER__ | $(CC) -E -P - | tail -n 1)|")
 
 FORCE:
 
