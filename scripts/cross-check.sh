@@ -11,9 +11,9 @@
 #
 # --install first adds the architecture to dpkg and installs the cross
 # compilers, liburcu and libstdc++ for it and (not i386) qemu-user: root
-# or sudo, Debian 12.  qemu-user runs the programs, not the machine: its threads keep the
-# host's stronger memory order, so this proves the build and the
-# single-threaded results on ARM, not its memory model.
+# or sudo, Debian 12.  qemu-user runs the programs, not the machine: its
+# threads keep the host's stronger memory order, so this proves the build
+# and the single-threaded results on ARM, not its memory model.
 set -u
 cd "$(dirname "$0")/.."
 
@@ -67,8 +67,9 @@ fi
 tests="$(cd tests && ls ./*.c | sed 's|^\./||; s|\.c$||' | grep -v '^testutil$' | tr '\n' ' ') fuzz-replay compile-strict compile-cxx"
 # Once, in the first run: what `make install` gives (inspected with the
 # target's nm and objdump, its programs run with the emulator), the
-# IDR_DEBUG build and the examples (readers' threads among them).  tests/hooks/ forks threaded programs, which qemu-user
-# does not survive: those run on i386 only.
+# IDR_DEBUG build and the examples (readers' threads among them).
+# tests/hooks/ forks threaded programs, which qemu-user does not survive:
+# those run on i386 only.
 once="install debug-build examples"
 [ "$arch" = i386 ] && once="$once hooks"
 

@@ -112,11 +112,12 @@ else
 	ko programs_need_the_version_node "node '$node', name '$name': $(required "$tmp/new" | grep LIBIDR) $(cat "$tmp/old/err" 2>/dev/null)"
 fi
 first=$(printf '%s\n' "$nodes" | head -n 1)
-if required "$tmp/app" | grep -q " $first\$" &&
-   [ -z "$(required "$tmp/app" | grep LIBIDR_ | grep -v " $first\$")" ]; then
+app_nodes=$(required "$tmp/app" | grep LIBIDR_)
+if printf '%s\n' "$app_nodes" | grep -q " $first\$" &&
+   [ -z "$(printf '%s\n' "$app_nodes" | grep -v " $first\$")" ]; then
 	ok seed_workflow_needs_only_the_first_node
 else
-	ko seed_workflow_needs_only_the_first_node "$(required "$tmp/app" | grep LIBIDR)"
+	ko seed_workflow_needs_only_the_first_node "$app_nodes"
 fi
 # A plugin built with the header, whose inline preload and lock reach
 # libidr's thread-local state at a fixed offset (initial-exec), and a host
