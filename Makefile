@@ -46,7 +46,7 @@ SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(OPT) $(WARN) -fPIC -Iinclude $(URCU_CFLAGS) $(SANFLAGS) $(CPPFLAGS) $(CFLAGS)
 LDLIBS   := $(URCU_LIBS) -lpthread
 
-SRCS := src/tree.c src/idr.c src/preload.c src/rcu.c src/ida.c src/compat.c src/check.c src/handle.c src/sparse.c src/lock.c src/dir.c
+SRCS := src/tree.c src/idr.c src/preload.c src/rcu.c src/readside.c src/ida.c src/compat.c src/check.c src/handle.c src/sparse.c src/lock.c src/dir.c
 OBJS := $(SRCS:src/%.c=$(O)/obj/%.o)
 
 # Tests link the library statically so sanitizer and valgrind runs see one
@@ -212,14 +212,6 @@ BENCH_LINK = $(CC) $(ALL_CFLAGS) $(LDFLAGS) -Wno-missing-prototypes -o $@ $(BENC
 $(O)/bench/bench: $(BENCH_DEPS) | $(O)/bench
 	$(BENCH_LINK) $(LDLIBS) -lJudy
 
-# The same program with liburcu-bp linked statically, for the read-scaling
-# rows only (bench --read-scaling): what a read-side section costs when
-# liburcu's read lock reaches its state with a load (README, "Thread safety").
-# The libraries by name: pkg-config lists urcu-common first, which a static
-# link needs after urcu-bp.
-$(O)/bench/bench-urcu-static: $(BENCH_DEPS) | $(O)/bench
-	$(BENCH_LINK) -Wl,-Bstatic -lurcu-bp -lurcu-common -Wl,-Bdynamic -lpthread -lJudy
-
 # What a random lookup costs by shape, flat inlined to idr_find (bench/limits.c).
 $(O)/bench/limits: bench/limits.c bench/bench.h $(O)/libidr.a $(FLAGS) | $(O)/bench
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -Wno-missing-prototypes -o $@ bench/limits.c $(O)/libidr.a $(LDLIBS) \
@@ -232,10 +224,9 @@ bench-limits: $(O)/bench/limits
 BENCH_ARGS ?=
 bench:
 	@sh scripts/install-deps.sh libjudy-dev gnuplot
-	$(MAKE) $(O)/bench/bench $(O)/bench/bench-urcu-static
+	$(MAKE) $(O)/bench/bench
 	mkdir -p bench/results
 	$(O)/bench/bench --plot bench/results $(BENCH_ARGS)
-	$(O)/bench/bench-urcu-static --read-scaling --plot bench/results $(BENCH_ARGS)
 
 install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PKGDIR) $(DESTDIR)$(MANDIR)/man3

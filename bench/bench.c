@@ -916,15 +916,13 @@ static void read_scaling_table(long n, int repeats, struct scaling rs[2][2])
 		}
 }
 
-/* bench-urcu-static --read-scaling: only the read-scaling table and its
- * targets, from a build that links liburcu-bp statically (Makefile), whose
- * read lock reaches its thread-local state with a load instead of
- * __tls_get_addr() calls; make bench appends it to the main run's table. */
+/* bench --read-scaling: only the read-scaling table and its targets, a
+ * quick way to compare read-side sections. */
 static int read_scaling_only(long n, int repeats)
 {
 	struct scaling rs[2][2];
 
-	emit("\n## Read scaling with liburcu-bp linked statically (bench-urcu-static)\n");
+	emit("\n## Read scaling\n");
 	read_scaling_table(n, repeats, rs);
 	const struct target targets[] = {
 		RS_TARGETS(rs, 0, "1 lookup a section"),
@@ -1000,7 +998,7 @@ int main(int argc, char **argv)
 	if (dir) {
 		char path[512];
 		snprintf(path, sizeof(path), "%s/latest.md", dir);
-		out_files[1] = fopen(path, rs_only ? "a" : "w");
+		out_files[1] = fopen(path, "w");
 	}
 
 	/* liburcu allocates its call_rcu worker's state once, on first use:

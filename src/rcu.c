@@ -301,16 +301,6 @@ void subtree_retire(struct idr *idr, struct idr_node *node, unsigned height)
 		retire(node, kind_tag(kind) | height_tag(height));
 }
 
-void idr_rcu_read_lock(void)
-{
-	urcu_bp_read_lock();
-}
-
-void idr_rcu_read_unlock(void)
-{
-	urcu_bp_read_unlock();
-}
-
 /* liburcu's barrier waits for the callbacks queued before it, but a batch
  * pushed before this call may be queued only after it, by the callback of
  * the batch before.  A marker pushed now lands in the same batch as every
