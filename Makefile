@@ -23,7 +23,7 @@ PKGDIR   ?= $(LIBDIR)/pkgconfig
 CMAKEDIR ?= $(LIBDIR)/cmake/idr
 DESTDIR  ?=
 
-VERSION  := 0.5.0
+VERSION  := 0.5.1
 # The soname's number is the release's first: a release that would break
 # programs built against the one before it raises both (docs/guarantees.md).
 SOMAJOR  := $(firstword $(subst ., ,$(VERSION)))
