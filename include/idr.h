@@ -41,13 +41,7 @@
  * threads that used libidr go on.  The plugin's own callbacks are its
  * code: before it is unloaded, call idr_rcu_barrier() so that its
  * idr_call_rcu() callbacks have run.  A plugin that may be unloaded links
- * libidr.so, not libidr.a.  libidr reaches liburcu-bp's thread-local
- * reader state at a fixed offset (initial-exec, as its own), so liburcu-bp
- * should not have been loaded on its own and used before libidr.so is: a
- * program that dlopen()s liburcu-bp.so (or a plugin linking it but not
- * libidr), runs a read-side section, then dlopen()s libidr.so may get a
- * NULL from that dlopen() (on x86: "cannot allocate memory in static TLS
- * block").  Load libidr first, or link it.
+ * libidr.so, not libidr.a.
  *
  * Define IDR_NO_DEPRECATED before including this header to hide the old
  * idr_pre_get()/idr_get_new() API.
@@ -703,7 +697,7 @@ void idr_unlock(struct idr *idr);
  * idr_for_each() may run concurrently with a writer; pointers they return
  * stay valid (the idr's nodes, not your objects) until the section ends.
  * Cost: a call each, into libidr, which runs liburcu-bp's read lock and
- * unlock inline there (about 30 instructions a section; README, "Thread
+ * unlock inline there (about 35 instructions a section; README, "Thread
  * safety").  They stay out of line here so that liburcu's LGPL code is
  * never compiled into your code from this header.
  * Context: any thread; no registration needed.  Never blocks.

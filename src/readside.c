@@ -9,34 +9,50 @@
  * missed").  liburcu inlines them under _LGPL_SOURCE, which its README
  * allows in LGPL- and GPL-compatible code; libidr's MIT license is.  This
  * file alone defines it, so liburcu's inline code lands in libidr and never
- * in a caller's program: idr.h keeps these two functions out of line.
- * The inlined code reads liburcu's reader layout, which liburcu keeps the
- * same as long as its soname (liburcu-bp.so.8) stays.
+ * comes from idr.h into a caller's code: idr.h keeps these two functions
+ * out of line.  The inlined code reads liburcu's reader layout, which
+ * liburcu keeps the same as long as its soname (liburcu-bp.so.8) stays.
  *
- * Why initial-exec: the reader pointer is liburcu-bp.so's thread-local
- * variable, which libidr.so's default model would reach through
- * __tls_get_addr() twice per call (liburcu's barriers keep the compiler
- * from reusing the address).  Initial-exec reads it through the thread
- * pointer, as libidr's own thread state is read (preload.c): 7-8 ns an
- * empty section here, against 15 with TLS descriptors and 21 before.  The
- * price: liburcu-bp's 80 bytes of TLS must sit in the static TLS block
- * beside libidr's.  They do whenever libidr.so is loaded at start-up or
- * dlopen()ed together with liburcu-bp.so; a dlopen() of libidr.so after
- * liburcu-bp.so came in on its own and a thread used it fails with "cannot
- * allocate memory in static TLS block" (idr.h, "Plugins").
+ * Why the reader pointer is reached through a cached address: it is
+ * liburcu-bp.so's thread-local variable, which libidr.so's default TLS
+ * model reaches through __tls_get_addr() at each of the inline code's
+ * uses (its barriers keep the compiler from reusing the address), so
+ * inlining alone saved nothing (an empty section 21-22 ns, as before).
+ * Initial-exec reads it through the thread pointer (7-8 ns) but needs
+ * liburcu-bp's TLS in the static block, which a dlopen() of libidr.so
+ * after liburcu-bp.so was loaded on its own and used cannot have (glibc
+ * then fails the dlopen()); TLS descriptors took 15 ns.  So each thread
+ * looks the address up once, the default way, and keeps it in libidr's
+ * own initial-exec state, and liburcu's inline code reads the variable
+ * through it, as it reads it through an accessor function where the
+ * platform has no TLS (urcu/tls-compat.h): 7-8 ns, in any load order.
+ * The address stays valid for the thread's life: a thread's TLS block
+ * does not move, and liburcu-bp.so stays loaded while libidr is (a
+ * dependency of libidr.so, which is never unloaded; of the plugin, for
+ * libidr.a in one, whose TLS goes with it).
  */
 #define _LGPL_SOURCE
+#include <urcu/tls-compat.h>
+
+#ifdef CONFIG_RCU_TLS
+/* Named after the variable, so that a use of another would not compile. */
+struct urcu_bp_reader;
+static _Thread_local struct urcu_bp_reader **slot_of_urcu_bp_reader
+	__attribute__((tls_model("initial-exec")));
+#undef URCU_TLS
+#define URCU_TLS(name) (*slot_of_##name)
+#endif
+
 #include <urcu-bp.h>
 
 #include "idr.h"
 
-#ifdef CONFIG_RCU_TLS
-extern DECLARE_URCU_TLS(struct urcu_bp_reader *, urcu_bp_reader)
-	__attribute__((tls_model("initial-exec")));
-#endif
-
 void idr_rcu_read_lock(void)
 {
+#ifdef CONFIG_RCU_TLS
+	if (__builtin_expect(!slot_of_urcu_bp_reader, 0))
+		slot_of_urcu_bp_reader = &urcu_bp_reader;
+#endif
 	urcu_bp_read_lock();
 }
 
