@@ -855,6 +855,56 @@ TEST(idr_synchronize_rcu_waits_for_a_section_open_when_it_was_called)
 	idr_synchronize_rcu(); /* and with no section open, it returns */
 }
 
+/* libidr runs liburcu-bp's read lock inline, from the headers it was built
+ * with (src/readside.c); liburcu's own calls, in the installed library,
+ * must see the same section, nested either way, and on a thread whose
+ * first section is the library's as well as on one whose first is libidr's. */
+static int sections_agree(int library_first)
+{
+	int ok = 1;
+
+	if (library_first) {
+		urcu_bp_read_lock();
+		urcu_bp_read_unlock();
+	}
+	ok &= !urcu_bp_read_ongoing();
+	idr_rcu_read_lock();
+	ok &= urcu_bp_read_ongoing() != 0;
+	urcu_bp_read_lock();
+	idr_rcu_read_lock();
+	idr_rcu_read_unlock();
+	urcu_bp_read_unlock();
+	ok &= urcu_bp_read_ongoing() != 0;
+	idr_rcu_read_unlock();
+	ok &= !urcu_bp_read_ongoing();
+	urcu_bp_read_lock();
+	idr_rcu_read_lock();
+	urcu_bp_read_unlock();
+	ok &= urcu_bp_read_ongoing() != 0;
+	idr_rcu_read_unlock();
+	ok &= !urcu_bp_read_ongoing();
+	return ok;
+}
+
+static void *agree_on_new_thread(void *library_first)
+{
+	return (void *)(intptr_t)sections_agree(library_first != NULL);
+}
+
+TEST(sections_are_liburcu_bps_own)
+{
+	for (int library_first = 0; library_first < 2; library_first++) {
+		pthread_t t;
+		void *ok;
+
+		CHECK_EQ(pthread_create(&t, NULL, agree_on_new_thread,
+					library_first ? &anchor : NULL), 0);
+		CHECK_EQ(pthread_join(t, &ok), 0);
+		CHECK_EQ((intptr_t)ok, 1);
+	}
+	CHECK_EQ(sections_agree(0), 1);
+}
+
 #define DEFERRED 100
 
 static struct idr_rcu_head deferred[DEFERRED];
