@@ -35,17 +35,35 @@
 #include <urcu/tls-compat.h>
 
 #ifdef CONFIG_RCU_TLS
-/* Named after the variable, so that a use of another would not compile. */
+/*
+ * The inline code uses the reader only for its counter, so it sees the
+ * reader as this: the counter alone, aligned as a long.  liburcu declares
+ * its reader aligned to 128 bytes but places readers at smaller steps in
+ * its registry, and UBSan, in libidr's sanitized builds, flagged each
+ * access through its type as misaligned (liburcu's own, uninstrumented
+ * library makes the same accesses).  The slot is named after the variable,
+ * so that a use of any other thread-local variable would not compile.
+ */
 struct urcu_bp_reader;
+struct reader_counter {
+	unsigned long ctr;
+};
 static _Thread_local struct urcu_bp_reader **slot_of_urcu_bp_reader
 	__attribute__((tls_model("initial-exec")));
 #undef URCU_TLS
-#define URCU_TLS(name) (*slot_of_##name)
+#define URCU_TLS(name) ((struct reader_counter *)*slot_of_##name)
 #endif
 
+#include <stddef.h>
 #include <urcu-bp.h>
 
 #include "idr.h"
+
+#ifdef CONFIG_RCU_TLS
+_Static_assert(offsetof(struct urcu_bp_reader, ctr) == 0 &&
+		       _Generic(((struct urcu_bp_reader *)NULL)->ctr, unsigned long: 1, default: 0),
+	       "liburcu-bp's reader starts with its unsigned long counter");
+#endif
 
 void idr_rcu_read_lock(void)
 {
