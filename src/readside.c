@@ -11,7 +11,10 @@
  * file alone defines it, so liburcu's inline code lands in libidr and never
  * comes from idr.h into a caller's code: idr.h keeps these two functions
  * out of line.  The inlined code reads liburcu's reader layout, which
- * liburcu keeps the same as long as its soname (liburcu-bp.so.8) stays.
+ * liburcu keeps for such code within its soname (liburcu-bp.so.8), though
+ * its header asks that such code be rebuilt with each liburcu release
+ * (docs/guarantees.md, "libidr against liburcu"; run-rcu checks the two
+ * agree).
  *
  * Why the reader pointer is reached through a cached address: it is
  * liburcu-bp.so's thread-local variable, which libidr.so's default TLS
