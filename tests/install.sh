@@ -160,13 +160,15 @@ int main(int argc, char **argv)
 	return run();
 }
 EOF
+# The host runs the plugin with the installed libidr; @...: urcu_first()'s.
+plugin_host() { LD_LIBRARY_PATH="$P/lib" $TEST_EXEC "$tmp/host" "$tmp/plugin.so" "$@"; }
 if $CC -std=c11 -Wall -Werror -fPIC -shared -o "$tmp/plugin.so" "$tmp/plugin.c" \
 	$($PKG_CONFIG --cflags --libs idr) &&
    $CC -std=c11 -Wall -Werror -o "$tmp/host" "$tmp/host.c" -ldl &&
-   [ "$(LD_LIBRARY_PATH="$P/lib" $TEST_EXEC "$tmp/host" "$tmp/plugin.so")" = "1 1" ]; then
+   [ "$(plugin_host)" = "1 1" ]; then
 	ok dlopened_plugin_runs_the_inline_seed_pattern
 else
-	ko dlopened_plugin_runs_the_inline_seed_pattern "build or run failed: $(LD_LIBRARY_PATH="$P/lib" $TEST_EXEC "$tmp/host" "$tmp/plugin.so" 2>&1)"
+	ko dlopened_plugin_runs_the_inline_seed_pattern "build or run failed: $(plugin_host 2>&1)"
 fi
 # The same plugin run on a second thread and then dlclose()d: libidr.so
 # stays loaded (it is linked -z nodelete), so the thread's exit, which
@@ -222,11 +224,10 @@ fi
 # loaded liburcu-bp.so on its own ran a read-side section through it,
 # glibc has placed that TLS dynamically (on x86), and would then refuse
 # to load libidr.so.  It must load either way.
-loaded() { LD_LIBRARY_PATH="$P/lib" $TEST_EXEC "$tmp/host" "$tmp/plugin.so" "$@" 2>&1; }
-if [ "$(loaded unused)" = "1 1" ] && [ "$(loaded used)" = "1 1" ]; then
+if [ "$(plugin_host unused 2>&1)" = "1 1" ] && [ "$(plugin_host used 2>&1)" = "1 1" ]; then
 	ok libidr_loads_after_liburcu_bp_was_used
 else
-	ko libidr_loads_after_liburcu_bp_was_used "unused: $(loaded unused); used: $(loaded used)"
+	ko libidr_loads_after_liburcu_bp_was_used "unused: $(plugin_host unused 2>&1); used: $(plugin_host used 2>&1)"
 fi
 # glibc warns that a static program still dlopens for NSS: not ours.
 if $CC -std=c11 -Wall -Werror -static -o "$tmp/app-static" "$tmp/app.c" \
