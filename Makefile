@@ -23,7 +23,7 @@ PKGDIR   ?= $(LIBDIR)/pkgconfig
 CMAKEDIR ?= $(LIBDIR)/cmake/idr
 DESTDIR  ?=
 
-VERSION  := 0.5.1
+VERSION  := 0.5.2
 # The soname's number is the release's first: a release that would break
 # programs built against the one before it raises both (docs/guarantees.md).
 SOMAJOR  := $(firstword $(subst ., ,$(VERSION)))
@@ -46,7 +46,7 @@ SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(OPT) $(WARN) -fPIC -Iinclude $(URCU_CFLAGS) $(SANFLAGS) $(CPPFLAGS) $(CFLAGS)
 LDLIBS   := $(URCU_LIBS) -lpthread
 
-SRCS := src/tree.c src/idr.c src/preload.c src/rcu.c src/readside.c src/ida.c src/compat.c src/check.c src/handle.c src/sparse.c src/lock.c src/dir.c
+SRCS := src/tree.c src/idr.c src/preload.c src/rcu.c src/readside.c src/resident.c src/ida.c src/compat.c src/check.c src/handle.c src/sparse.c src/lock.c src/dir.c
 OBJS := $(SRCS:src/%.c=$(O)/obj/%.o)
 
 # Tests link the library statically so sanitizer and valgrind runs see one
@@ -87,7 +87,8 @@ $(O)/obj $(O)/tests $(O)/examples $(O)/bench $(O)/cmake:
 # is a prerequisite so that a new VERSION names a new file.  -z nodelete:
 # once loaded, libidr.so stays, even when the plugin that brought it in
 # is dlclose()d, because threads that used it run its key destructor at
-# their exit and liburcu's worker calls its callbacks later.
+# their exit and liburcu's worker calls its callbacks later (libidr.a's
+# copy in a plugin keeps the plugin so: src/resident.c).
 $(O)/libidr.so: $(OBJS) src/libidr.map Makefile
 	$(CC) $(SANFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,-Bsymbolic-functions -Wl,-z,nodelete \
 		-Wl,--version-script,src/libidr.map -o $@.$(VERSION) $(OBJS) $(LDLIBS)

@@ -30,9 +30,9 @@
  * through it, as it reads it through an accessor function where the
  * platform has no TLS (urcu/tls-compat.h): 7-8 ns, in any load order.
  * The address stays valid for the thread's life: a thread's TLS block
- * does not move, and liburcu-bp.so stays loaded while libidr is (a
- * dependency of libidr.so, which is never unloaded; of the plugin, for
- * libidr.a in one, whose TLS goes with it).
+ * does not move, and liburcu-bp.so stays loaded while libidr is: a
+ * dependency of whichever object holds libidr, which is never unloaded
+ * (src/resident.c).
  */
 #define _LGPL_SOURCE /* NOLINT(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp): liburcu's name */
 #include <urcu/tls-compat.h>

@@ -205,18 +205,33 @@ int main(int argc, char **argv)
 		return 1;
 	pthread_barrier_wait(&step);
 	printf("%d ", dlclose(h));
-	printf("%d ", dlopen("libidr.so.0", RTLD_NOW | RTLD_NOLOAD) != NULL);
+	printf("%d ", dlopen(argc > 2 ? argv[2] : "", RTLD_NOW | RTLD_NOLOAD) != NULL);
 	pthread_barrier_wait(&step);
 	pthread_join(t, NULL);
 	printf("joined\n");
 	return 0;
 }
 EOF
+# unload PLUGIN KEPT: prints what PLUGIN prints, dlclose()'s result, whether
+# KEPT is still loaded, and "joined" if the thread exited cleanly.
+unload() { LD_LIBRARY_PATH="$P/lib" $TEST_EXEC "$tmp/unload" "$@" 2>&1 | tr '\n' ' '; }
 if $CC -std=c11 -Wall -Werror -o "$tmp/unload" "$tmp/unload.c" -ldl -lpthread &&
-   [ "$(LD_LIBRARY_PATH="$P/lib" $TEST_EXEC "$tmp/unload" "$tmp/plugin.so" 2>&1 | tr '\n' ' ')" = "1 1 0 1 joined " ]; then
+   [ "$(unload "$tmp/plugin.so" libidr.so.0)" = "1 1 0 1 joined " ]; then
 	ok dlclosed_plugin_leaves_libidr_loaded
 else
-	ko dlclosed_plugin_leaves_libidr_loaded "$(LD_LIBRARY_PATH="$P/lib" $TEST_EXEC "$tmp/unload" "$tmp/plugin.so" 2>&1)"
+	ko dlclosed_plugin_leaves_libidr_loaded "$(unload "$tmp/plugin.so" libidr.so.0)"
+fi
+# The same with libidr.a linked into the plugin: its copy of libidr keeps
+# the plugin itself loaded (src/resident.c), as libidr.so keeps itself.
+# Unloaded, the thread's exit crashed here too (before 0.5.2).
+archive_libs=$($PKG_CONFIG --static --libs idr | sed 's/\(^\| \)-lidr\( \|$\)/ /')
+if $CC -std=c11 -Wall -Werror -fPIC -shared -o "$tmp/plugin-a.so" "$tmp/plugin.c" \
+	$($PKG_CONFIG --cflags idr) "$P/lib/libidr.a" $archive_libs &&
+   ! readelf -d "$tmp/plugin-a.so" | grep -q 'NEEDED.*libidr' &&
+   [ "$(unload "$tmp/plugin-a.so" "$tmp/plugin-a.so")" = "1 1 0 1 joined " ]; then
+	ok dlclosed_plugin_with_libidr_a_stays_loaded
+else
+	ko dlclosed_plugin_with_libidr_a_stays_loaded "$(unload "$tmp/plugin-a.so" "$tmp/plugin-a.so")"
 fi
 # libidr reads liburcu-bp's thread-local reader pointer through an
 # address each thread looks up (src/readside.c), not at a fixed offset,
@@ -229,13 +244,15 @@ if [ "$(plugin_host unused 2>&1)" = "1 1" ] && [ "$(plugin_host used 2>&1)" = "1
 else
 	ko libidr_loads_after_liburcu_bp_was_used "unused: $(plugin_host unused 2>&1); used: $(plugin_host used 2>&1)"
 fi
-# glibc warns that a static program still dlopens for NSS: not ours.
+# glibc may warn that a static program still dlopens for NSS: not ours;
+# but libidr.a's own dlopen() (src/resident.c) must not show in the link.
 if $CC -std=c11 -Wall -Werror -static -o "$tmp/app-static" "$tmp/app.c" \
-	$($PKG_CONFIG --static --cflags --libs idr) 2>/dev/null &&
+	$($PKG_CONFIG --static --cflags --libs idr) 2> "$tmp/static-link.err" &&
+   ! grep -q "'dlopen'" "$tmp/static-link.err" &&
    [ "$($TEST_EXEC "$tmp/app-static")" = "1 1" ]; then
 	ok static_link_through_pkg_config
 else
-	ko static_link_through_pkg_config "build or run failed"
+	ko static_link_through_pkg_config "build or run failed: $(cat "$tmp/static-link.err")"
 fi
 
 # A packager's CPPFLAGS, CFLAGS and LDFLAGS (hardening, as
