@@ -15,6 +15,10 @@
 
 #define IDR_HIDDEN __attribute__((visibility("hidden")))
 
+/* Pointers have 64 bits, so a word has bits to spare beside an address
+ * (usable in #if as in code). */
+#define WIDE_POINTERS (UINTPTR_MAX > 0xffffffffu)
+
 /* Builds with -DIDR_TEST_HOOKS (tests/hooks.sh only) have two hooks; other
  * builds have none.  idr_test_window_hook, when set, is called inside the
  * window that idr_fork_prepare() must not fork in: a batch of frees taken
@@ -254,7 +258,7 @@ static inline bool dir_names_leaf(uintptr_t e)
  * 32-bit hosts, steps of 9: with 3, a directory could be a handle idr's
  * node's size.) */
 #ifdef IDR_DIR_SMALL
-#define DIR_MIN_CAP (UINTPTR_MAX > 0xffffffffu ? 3 : 9)
+#define DIR_MIN_CAP (WIDE_POINTERS ? 3 : 9)
 #else
 #define DIR_MIN_CAP 16 /* 128 bytes: lookups in an idr of 1,000 IDs take half the time */
 #endif

@@ -53,7 +53,7 @@
  * tag: in the address's low bits where nodes are 16-byte aligned (64-bit
  * hosts: MEM_ALIGN), above the address where it is 32 bits wide (malloc
  * aligns only to 8 bytes on armhf). */
-#if UINTPTR_MAX > 0xffffffffu
+#if WIDE_POINTERS
 #define TAG_SHIFT 0
 #else
 #define TAG_SHIFT 32

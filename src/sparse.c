@@ -40,7 +40,7 @@ bool sparse_allowed(const struct idr *idr)
 /* Can a singleton word hold @ptr? */
 static bool can_single(const void *ptr)
 {
-#if UINTPTR_MAX > 0xffffffffu
+#if WIDE_POINTERS
 	return !((uintptr_t)ptr & TAG_MASK) && !((uintptr_t)ptr >> SINGLE_SHIFT);
 #else
 	(void)ptr;
