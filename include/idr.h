@@ -36,12 +36,13 @@
  * stash), so none of them may run in a signal handler that can interrupt
  * a libidr call on the same thread.
  *
- * Plugins: libidr.so is never unloaded once loaded (it is linked with
- * -z nodelete), so a dlopen()ed plugin that uses it may be dlclose()d while
- * threads that used libidr go on.  The plugin's own callbacks are its
- * code: before it is unloaded, call idr_rcu_barrier() so that its
- * idr_call_rcu() callbacks have run.  A plugin that may be unloaded links
- * libidr.so, not libidr.a.
+ * Plugins: libidr is never unloaded once loaded, because threads that used
+ * it run its code at their exit: libidr.so is linked with -z nodelete, and
+ * a plugin that links libidr.a is kept loaded by it (since 0.5.2), its
+ * dlclose() leaving it in place.  So a plugin that must really be unloaded
+ * links libidr.so, and may then be dlclose()d while threads that used
+ * libidr go on.  Its own callbacks are its code: before it is unloaded, it
+ * calls idr_rcu_barrier() so that its idr_call_rcu() callbacks have run.
  *
  * Define IDR_NO_DEPRECATED before including this header to hide the old
  * idr_pre_get()/idr_get_new() API.
