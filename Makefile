@@ -102,10 +102,12 @@ $(O)/libidr.so: $(OBJS) src/libidr.map Makefile
 # objects as they are.  --force-group-allocation: the object keeps no
 # COMDAT groups, whose copy the final link could drop for a program's own
 # (on i386, the __x86.get_pc_thunk helpers), leaving our calls, made local
-# here, pointing into a discarded section.
+# here, pointing into a discarded section.  No SANFLAGS: the objects are
+# instrumented already, and clang would link its static sanitizer runtime
+# into the object, which then clashes with the program's own copy.
 OBJCOPY  ?= objcopy
 $(O)/obj/libidr.o: $(OBJS) Makefile
-	$(CC) $(SANFLAGS) -nostdlib -r -Wl,--force-group-allocation -o $@.tmp $(OBJS)
+	$(CC) -nostdlib -r -Wl,--force-group-allocation -o $@.tmp $(OBJS)
 	$(OBJCOPY) --localize-hidden $@.tmp $@
 	rm -f $@.tmp
 
