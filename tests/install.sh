@@ -4,7 +4,8 @@
 # PREFIX; a program built with `pkg-config --cflags --libs idr`, shared or
 # static, runs the seed workflow, and so do one built with CMake's
 # find_package(idr) and a dlopen()ed plugin built with the header (which
-# may be dlclose()d while its threads go on); such a
+# may be dlclose()d while its threads go on, linked with libidr.so or
+# libidr.a); such a
 # program needs libidr's symbol version node and will not start on a
 # library without it; every documented function has a man page and is
 # exported, libidr.so exports exactly the names (and version nodes) of
