@@ -74,6 +74,9 @@ extern "C" {
 #endif
 #endif
 
+/* The release this header belongs to, for #if tests: 0.5 is 0 and 5.  A
+ * program built with it runs on any later release of the same major
+ * number (docs/guarantees.md, "ABI"). */
 #define IDR_VERSION_MAJOR 0
 #define IDR_VERSION_MINOR 5
 
@@ -124,9 +127,16 @@ struct idr {
 	int idr_lock_revoke;      /* private: the bias is being taken away */
 };
 
+/*
+ * Static initializers: the state idr_init(), idr_init_base() and
+ * idr_init_flags() (below) give, a negative @base counting as 0 and unknown
+ * flag bits dropped as they do.  @base is evaluated twice.  A handle idr
+ * initialized this way stocks its nodes late (see idr_init_flags()).
+ */
 #define IDR_INIT_FLAGS(name, base, flags)                                   \
-	{ NULL, NULL, (base), 0, (flags), 0, 0, 0, NULL, 0, 0, 0, NULL, 0, 0, 0, \
-	  0, NULL, 0 }
+	{ NULL, NULL, (base) > 0 ? (base) : 0, 0,                           \
+	  (flags) & (IDR_F_NO_RCU | IDR_F_HANDLES), 0, 0, 0, NULL, 0, 0, 0, \
+	  NULL, 0, 0, 0, 0, NULL, 0 }
 #define IDR_INIT_BASE(name, base) IDR_INIT_FLAGS(name, base, 0)
 #define IDR_INIT(name) IDR_INIT_BASE(name, 0)
 /* A statically initialized, empty idr handing out IDs from 0. */

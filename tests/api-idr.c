@@ -39,6 +39,42 @@ TEST(define_idr_is_usable)
 	CHECK(idr_is_empty(&static_idr));
 }
 
+/* Each static initializer gives the state its init call gives, a negative
+ * base and unknown flag bits included (before 0.5.3, IDR_INIT_BASE(x, -1)
+ * stored a base of UINT_MAX, and no idr_alloc() could succeed). */
+static void check_same_state(const struct idr *a, const struct idr *b)
+{
+	CHECK_EQ(a->idr_base, b->idr_base);
+	CHECK_EQ(a->idr_flags, b->idr_flags);
+	CHECK_EQ(a->idr_next, b->idr_next);
+	CHECK(a->idr_root == b->idr_root && a->idr_dir == b->idr_dir);
+}
+
+TEST(static_initializers_match_the_init_calls)
+{
+	struct idr plain = IDR_INIT(plain), by_call;
+	struct idr below = IDR_INIT_BASE(below, -1);
+	struct idr from_7 = IDR_INIT_BASE(from_7, 7);
+	struct idr odd = IDR_INIT_FLAGS(odd, -3, IDR_F_NO_RCU | 0x80u);
+
+	idr_init(&by_call);
+	check_same_state(&plain, &by_call);
+	idr_init_base(&by_call, -1);
+	check_same_state(&below, &by_call);
+	idr_init_base(&by_call, 7);
+	check_same_state(&from_7, &by_call);
+	idr_init_flags(&by_call, -3, IDR_F_NO_RCU | 0x80u);
+	check_same_state(&odd, &by_call);
+	CHECK_EQ(odd.idr_flags, IDR_F_NO_RCU);
+
+	CHECK_EQ(idr_alloc(&below, P(1), 0, 0, IDR_GFP_KERNEL), 0);
+	CHECK_EQ(idr_alloc(&from_7, P(1), 0, 0, IDR_GFP_KERNEL), 7);
+	CHECK_EQ(idr_alloc(&odd, P(1), 0, 0, IDR_GFP_KERNEL), 0);
+	idr_destroy(&below);
+	idr_destroy(&from_7);
+	idr_destroy(&odd);
+}
+
 TEST(alloc_hands_out_lowest_free)
 {
 	struct idr idr;
