@@ -478,7 +478,11 @@ void *idr_replace(struct idr *idr, void *ptr, unsigned long id);
 
 /* Error pointers returned by idr_replace(). */
 #define IDR_MAX_ERRNO 4095
+#ifdef __cplusplus /* C++'s casts: C's, expanded in C++ code, would warn */
+#define IDR_ERR_PTR(err) (reinterpret_cast<void *>(static_cast<intptr_t>(err)))
+#else
 #define IDR_ERR_PTR(err) ((void *)(intptr_t)(err))
+#endif
 static inline bool idr_is_err(const void *p)
 {
 	return (uintptr_t)p >= (uintptr_t)-IDR_MAX_ERRNO;

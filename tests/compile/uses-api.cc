@@ -74,7 +74,7 @@ static void the_seed_pattern_allocates_and_readers_find()
 	idr_preload_end();
 
 	idr_rcu_read_lock();
-	void *p = idr_find(&from_zero, (unsigned long)id);
+	void *p = idr_find(&from_zero, static_cast<unsigned long>(id));
 	idr_rcu_read_unlock();
 	EXPECT("seed_pattern_gives_the_next_id_and_it_is_found", id == 1 && p == &obj[1]);
 }
