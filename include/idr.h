@@ -139,7 +139,9 @@ struct idr {
 	  NULL, 0, 0, 0, 0, NULL, 0 }
 #define IDR_INIT_BASE(name, base) IDR_INIT_FLAGS(name, base, 0)
 #define IDR_INIT(name) IDR_INIT_BASE(name, 0)
-/* A statically initialized, empty idr handing out IDs from 0. */
+/* A statically initialized, empty idr handing out IDs from 0.  IDR_INIT()
+ * is all zeros, so a zero-filled struct idr (calloc(), memset()) is such
+ * an idr too, with no idr_init() (not so for struct ida). */
 #define DEFINE_IDR(name) struct idr name = IDR_INIT(name)
 
 /**
