@@ -105,9 +105,17 @@ $(O)/libidr.so: $(OBJS) src/libidr.map Makefile
 # here, pointing into a discarded section.  No SANFLAGS: the objects are
 # instrumented already, and clang would link its static sanitizer runtime
 # into the object, which then clashes with the program's own copy.
+# Objects compiled with -flto hold the compiler's IR, whose symbols objcopy
+# cannot make local: this link then does the link-time optimization and
+# writes machine code (clang does so for -r once given -flto; gcc needs
+# -flinker-output=nolto-rel, which clang does not know).
 OBJCOPY  ?= objcopy
+LTO_FLAGS := $(filter -flto%,$(CFLAGS))
+ifneq ($(LTO_FLAGS),)
+LTO_FLAGS += $(shell $(CC) -flinker-output=nolto-rel -E -x c /dev/null >/dev/null 2>&1 && echo -flinker-output=nolto-rel)
+endif
 $(O)/obj/libidr.o: $(OBJS) Makefile
-	$(CC) -nostdlib -r -Wl,--force-group-allocation -o $@.tmp $(OBJS)
+	$(CC) $(LTO_FLAGS) -nostdlib -r -Wl,--force-group-allocation -o $@.tmp $(OBJS)
 	$(OBJCOPY) --localize-hidden $@.tmp $@
 	rm -f $@.tmp
 

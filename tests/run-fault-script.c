@@ -82,7 +82,7 @@ static int s_preloaded(struct world *w, int start)
 static int s_old_api(struct world *w, int start)
 {
 	void *p = next_ptr(w);
-	int id;
+	int id = -1; /* idr_get_new_above() sets it only on success */
 
 	if (!idr_pre_get(&w->idr, IDR_GFP_KERNEL))
 		return -ENOMEM;

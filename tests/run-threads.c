@@ -111,7 +111,7 @@ static void add_by_seed_pattern(struct writer *w)
  * again after -EAGAIN (another thread took the nodes). */
 static void add_by_old_api(struct writer *w)
 {
-	int id, err = -EAGAIN;
+	int id = -1, err = -EAGAIN;
 
 	while (err == -EAGAIN && idr_pre_get(w->idr, IDR_GFP_KERNEL)) {
 		idr_lock(w->idr);
