@@ -67,22 +67,27 @@ TEST(static_initializers_match_the_init_calls)
 	check_same_state(&odd, &by_call);
 	CHECK_EQ(odd.idr_flags, IDR_F_NO_RCU);
 
-	/* IDR_INIT() is all zeros: a zero-filled idr needs no idr_init(). */
-	static const struct idr zeros, init = IDR_INIT(init); /* static: padding 0 */
-	CHECK(memcmp(&init, &zeros, sizeof(zeros)) == 0);
-	struct idr *heap = calloc(1, sizeof(*heap));
-	CHECK(heap != NULL);
-	CHECK_EQ(idr_alloc(heap, P(1), 0, 0, IDR_GFP_KERNEL), 0);
-	CHECK(idr_find(heap, 0) == P(1));
-	idr_destroy(heap);
-	free(heap);
-
 	CHECK_EQ(idr_alloc(&below, P(1), 0, 0, IDR_GFP_KERNEL), 0);
 	CHECK_EQ(idr_alloc(&from_7, P(1), 0, 0, IDR_GFP_KERNEL), 7);
 	CHECK_EQ(idr_alloc(&odd, P(1), 0, 0, IDR_GFP_KERNEL), 0);
 	idr_destroy(&below);
 	idr_destroy(&from_7);
 	idr_destroy(&odd);
+}
+
+/* IDR_INIT() is all zeros, so a calloc()ed idr needs no idr_init(). */
+TEST(zero_filled_idr_is_an_empty_idr)
+{
+	static const struct idr zeros, init = IDR_INIT(init); /* static: padding 0 */
+	struct idr *heap = calloc(1, sizeof(*heap));
+
+	CHECK(memcmp(&init, &zeros, sizeof(zeros)) == 0);
+	CHECK(heap != NULL);
+	CHECK(idr_is_empty(heap));
+	CHECK_EQ(idr_alloc(heap, P(1), 0, 0, IDR_GFP_KERNEL), 0);
+	CHECK(idr_find(heap, 0) == P(1));
+	idr_destroy(heap);
+	free(heap);
 }
 
 TEST(alloc_hands_out_lowest_free)
