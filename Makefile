@@ -44,6 +44,11 @@ LDFLAGS  ?=
 SANITIZE ?=
 SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all)
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(OPT) $(WARN) -fPIC -Iinclude $(URCU_CFLAGS) $(SANFLAGS) $(CPPFLAGS) $(CFLAGS)
+# The library's own objects: -fvisibility=default after the packager's
+# CFLAGS, because internal names are hidden in the source (IDR_HIDDEN) and
+# src/libidr.map picks the exports, so a -fvisibility=hidden there would
+# only hide the API.
+LIB_CFLAGS := $(ALL_CFLAGS) -fvisibility=default
 LDLIBS   := $(URCU_LIBS) -lpthread
 
 SRCS := src/tree.c src/idr.c src/preload.c src/rcu.c src/readside.c src/resident.c src/ida.c src/compat.c src/check.c src/handle.c src/sparse.c src/lock.c src/dir.c
@@ -72,11 +77,11 @@ all: $(O)/libidr.so $(O)/libidr.a $(O)/idr.pc $(CMAKE_FILES)
 # rebuilds instead of linking stale objects.
 FLAGS := $(O)/obj/flags
 $(FLAGS): FORCE | $(O)/obj
-	$(file >$@.new,$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(LDLIBS))
+	$(file >$@.new,$(CC) $(LIB_CFLAGS) $(LDFLAGS) $(LDLIBS))
 	@if cmp -s $@.new $@; then rm -f $@.new; else mv $@.new $@; fi
 
 $(O)/obj/%.o: src/%.c src/internal.h include/idr.h $(FLAGS) | $(O)/obj
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(LIB_CFLAGS) -c -o $@ $<
 
 $(O)/obj $(O)/tests $(O)/examples $(O)/bench $(O)/cmake:
 	mkdir -p $@

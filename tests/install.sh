@@ -260,15 +260,19 @@ fi
 # dpkg-buildflags gives them) reach the library's compile and link: with
 # _FORTIFY_SOURCE its vsnprintf() is the checked one, with the stack
 # protector its arrays are guarded, and -z now binds every symbol at load.
+# A -fvisibility=hidden among them hides none of the API, in either library.
 F=$O/install-flags
 if make -s O="$F" CC="$CC" SANITIZE= CPPFLAGS=-D_FORTIFY_SOURCE=2 \
-	CFLAGS=-fstack-protector-strong LDFLAGS="-Wl,-z,relro -Wl,-z,now" all >/dev/null &&
+	CFLAGS="-fstack-protector-strong -fvisibility=hidden" \
+	LDFLAGS="-Wl,-z,relro -Wl,-z,now" all >/dev/null &&
    $NM -D "$F/libidr.so" | grep -q ' U __vsnprintf_chk' &&
    $NM -D "$F/libidr.so" | grep -q ' U __stack_chk_fail' &&
-   readelf -d "$F/libidr.so" | grep -q 'FLAGS.*BIND_NOW'; then
+   readelf -d "$F/libidr.so" | grep -q 'FLAGS.*BIND_NOW' &&
+   $NM -D --defined-only "$F/libidr.so" | grep -q ' T idr_alloc@@LIBIDR_0.4' &&
+   $NM "$F/libidr.a" | grep -q ' T idr_alloc$'; then
 	ok packaging_flags_reach_the_build
 else
-	ko packaging_flags_reach_the_build "$(readelf -d "$F/libidr.so" | grep FLAGS) $($NM -D "$F/libidr.so" | grep _chk)"
+	ko packaging_flags_reach_the_build "$(readelf -d "$F/libidr.so" | grep FLAGS) $($NM -D "$F/libidr.so" | grep _chk); API exported: $($NM -D --defined-only "$F/libidr.so" | grep -c ' T ') in libidr.so, $($NM "$F/libidr.a" | grep -c ' T ') in libidr.a"
 fi
 
 # CMake's find_package(idr), from the package files the install puts in
