@@ -299,7 +299,10 @@ static inline void idr__unlock_fast(struct idr *idr)
  * Call it without locks held, then take the lock and allocate with
  * IDR_GFP_NOWAIT.  Sections may nest; each must be closed by
  * idr_preload_end().  Leftover nodes stay with the thread for its next
- * preload and are freed when the thread exits.  If an IDR_GFP_NOWAIT
+ * preload and are freed when the thread exits (if the process had a
+ * thread-specific data key left for it at its first idr_preload(): if
+ * not, that is reported once and a thread's stash is freed only by
+ * idr_preload_drain()).  If an IDR_GFP_NOWAIT
  * allocation on this thread had to go without a larger lookup directory
  * (docs/design.md), the stash also sets one aside for the next one.
  *
@@ -833,7 +836,8 @@ void idr_set_allocator(const struct idr_allocator *a);
 /**
  * idr_set_diagnostic - where misuse is reported: ida_free() of a free ID,
  * idr_preload_end() without idr_preload(), a thread exiting inside a preload
- * section.  @fn(func, message, ctx) gets the libidr function's name and a
+ * section; and a process out of thread-specific data keys at its first
+ * idr_preload().  @fn(func, message, ctx) gets the libidr function's name and a
  * one-line message.  NULL restores the default: one line on stderr.
  * Context: any; process-wide.
  */

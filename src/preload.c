@@ -146,6 +146,7 @@ void stock_kind(enum node_kind kind)
 
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+static bool exit_key_made; /* written once, under exit_key_once */
 
 /* Runs on the thread that owns @s (at its exit, or for the main thread at
  * the process's), so idr__thread is that thread's too. */
@@ -174,10 +175,15 @@ static void thread_exit(void *arg)
 	stash_free(s);
 }
 
+/* Only a process out of keys (PTHREAD_KEYS_MAX) fails this.  idr_preload()
+ * never fails, so it goes on without: exiting threads then keep their
+ * stashes (a few KiB each) unless they call idr_preload_drain(). */
 static void make_exit_key(void)
 {
-	if (pthread_key_create(&exit_key, thread_exit))
-		abort(); /* only on PTHREAD_KEYS_MAX exhaustion at first use */
+	exit_key_made = pthread_key_create(&exit_key, thread_exit) == 0;
+	if (!exit_key_made)
+		report("idr_preload", "no thread-specific data key left (PTHREAD_KEYS_MAX): "
+		       "threads that exit keep their preload stashes");
 }
 
 /* The main thread's stash: key destructors do not run for it at exit(). */
@@ -189,7 +195,7 @@ __attribute__((destructor)) static void process_exit(void)
 static void arm_thread_exit(void)
 {
 	pthread_once(&exit_key_once, make_exit_key);
-	stash.registered = pthread_setspecific(exit_key, &stash) == 0;
+	stash.registered = exit_key_made && pthread_setspecific(exit_key, &stash) == 0;
 }
 
 bool in_preload(void)

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The idr's public API, call by call, with exact expectations. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -788,6 +790,66 @@ TEST(thread_exit_frees_its_stash)
 	CHECK_EQ(pthread_join(t, &ret), 0);
 	CHECK_EQ(tu_diag_count(), 1);
 	CHECK(strstr(tu_diag_last(), "preload section") != NULL);
+}
+
+/* The child's half of the test below: a process whose thread-specific
+ * data keys are all taken before its first idr_preload(). */
+static void preload_with_no_key_left(void)
+{
+	struct idr idr;
+	pthread_key_t key;
+	int keys = 0;
+
+	while (pthread_key_create(&key, NULL) == 0)
+		keys++;
+	idr_init_flags(&idr, 0, IDR_F_NO_RCU);
+	for (int i = 0; i < 3; i++) {
+		idr_preload(IDR_GFP_KERNEL);
+		int id = idr_alloc(&idr, P(i), 0, 0, IDR_GFP_NOWAIT);
+		idr_preload_end();
+		CHECK_EQ(id, i);
+	}
+	CHECK(keys > 0);
+	CHECK_EQ(tu_diag_count(), 1); /* said once */
+	CHECK(strstr(tu_diag_last(), "PTHREAD_KEYS_MAX") != NULL);
+	idr_destroy(&idr);
+	idr_preload_drain();
+}
+
+/* idr_preload() never fails, not even in a process with no thread-specific
+ * data key left for the cleanup of its threads' stashes: it reports that
+ * once and goes on.  libidr makes its key once per process, so the test
+ * runs in a fresh copy of this program: its path from /proc/self/exe,
+ * which valgrind answers with the program's (the copy runs without it),
+ * but not under qemu-user, whose copy would be run by the host. */
+TEST(preload_works_with_no_thread_key_left)
+{
+	char self[4096];
+	ssize_t len;
+
+	if (getenv("IDR_TEST_NO_KEY_CHILD")) {
+		preload_with_no_key_left();
+		return;
+	}
+	if (getenv("IDR_TEST_EMULATED"))
+		return;
+	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	CHECK(len > 0);
+	self[len] = '\0';
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+		if (devnull < 0 || dup2(devnull, STDOUT_FILENO) < 0 ||
+		    setenv("IDR_TEST_NO_KEY_CHILD", "1", 1))
+			tu_child_exit(126);
+		execl(self, "api-idr", "preload_works_with_no_thread_key_left", (char *)NULL);
+		tu_child_exit(127);
+	}
+	int status;
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WEXITSTATUS(status), 0);
 }
 
 TEST(no_rcu_idr_frees_at_once)
