@@ -175,15 +175,10 @@ static void thread_exit(void *arg)
 	stash_free(s);
 }
 
-/* Only a process out of keys (PTHREAD_KEYS_MAX) fails this.  idr_preload()
- * never fails, so it goes on without: exiting threads then keep their
- * stashes (a few KiB each) unless they call idr_preload_drain(). */
+/* Only a process out of keys (PTHREAD_KEYS_MAX) fails this. */
 static void make_exit_key(void)
 {
 	exit_key_made = pthread_key_create(&exit_key, thread_exit) == 0;
-	if (!exit_key_made)
-		report("idr_preload", "no thread-specific data key left (PTHREAD_KEYS_MAX): "
-		       "threads that exit keep their preload stashes");
 }
 
 /* The main thread's stash: key destructors do not run for it at exit(). */
@@ -192,9 +187,18 @@ __attribute__((destructor)) static void process_exit(void)
 	stash_free(&stash);
 }
 
+/* Without a key, idr_preload() goes on all the same (it never fails):
+ * exiting threads then keep their stashes, a few KiB each, unless they
+ * call idr_preload_drain().  Said once, outside pthread_once(), whose
+ * routine must not run the caller's diagnostic hook (which may preload). */
 static void arm_thread_exit(void)
 {
+	static bool told;
+
 	pthread_once(&exit_key_once, make_exit_key);
+	if (!exit_key_made && !__atomic_exchange_n(&told, true, __ATOMIC_RELAXED))
+		report("idr_preload", "no thread-specific data key left (PTHREAD_KEYS_MAX): "
+		       "threads that exit keep their preload stashes");
 	stash.registered = exit_key_made && pthread_setspecific(exit_key, &stash) == 0;
 }
 
