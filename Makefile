@@ -115,7 +115,7 @@ $(O)/libidr.so: $(OBJS) src/libidr.map Makefile
 # writes machine code (clang does so for -r once given -flto; gcc needs
 # -flinker-output=nolto-rel, which clang does not know).
 OBJCOPY  ?= objcopy
-LTO_FLAGS := $(filter -flto%,$(CFLAGS))
+LTO_FLAGS := $(filter -flto%,$(OPT) $(CFLAGS))
 ifneq ($(LTO_FLAGS),)
 LTO_FLAGS += $(shell $(CC) -flinker-output=nolto-rel -E -x c /dev/null >/dev/null 2>&1 && echo -flinker-output=nolto-rel)
 endif
