@@ -836,16 +836,19 @@ TEST(preload_works_with_no_thread_key_left)
 	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	CHECK(len > 0);
 	self[len] = '\0';
+	/* Set before the fork, so that the child, a copy of a threaded
+	 * process, calls only async-signal-safe functions before its exec. */
+	CHECK_EQ(setenv("IDR_TEST_NO_KEY_CHILD", "1", 1), 0);
 	pid_t pid = fork();
-	CHECK(pid >= 0);
 	if (pid == 0) {
 		int devnull = open("/dev/null", O_WRONLY);
-		if (devnull < 0 || dup2(devnull, STDOUT_FILENO) < 0 ||
-		    setenv("IDR_TEST_NO_KEY_CHILD", "1", 1))
+		if (devnull < 0 || dup2(devnull, STDOUT_FILENO) < 0)
 			tu_child_exit(126);
 		execl(self, "api-idr", "preload_works_with_no_thread_key_left", (char *)NULL);
 		tu_child_exit(127);
 	}
+	unsetenv("IDR_TEST_NO_KEY_CHILD");
+	CHECK(pid > 0);
 	int status;
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
 	CHECK(WIFEXITED(status));
