@@ -1,8 +1,9 @@
 #!/bin/sh
-# The public header from C++: it compiles warning-free as C++11 and C++20,
-# with and without the deprecated API, and tests/compile/uses-api.cc, which
-# expands every macro and inline function, links against libidr.a and
-# checks what they do.  Skipped (no tests counted) without a C++ compiler.
+# The public header from C++: tests/compile/uses-api.cc, which expands
+# every macro and inline function, links against libidr.a and checks what
+# they do.  (That it compiles warning-free as C++11 and C++20, with and
+# without the deprecated API, tests/compile-strict.sh checks, under
+# stricter warnings.)  Skipped (no tests counted) without a C++ compiler.
 # A cross build (scripts/cross-check.sh) passes its OBJCOPY, PKG_CONFIG
 # and TEST_EXEC through make's environment.
 O=${O:-build}
@@ -21,14 +22,6 @@ if ! command -v "$CXX" >/dev/null; then
 	exit 0
 fi
 flags="-Wall -Wextra -Werror -pedantic -Iinclude"
-for std in c++11 c++20; do
-	if $CXX -std=$std $flags -fsyntax-only -Wno-deprecated-declarations $src &&
-	   $CXX -std=$std $flags -fsyntax-only -DIDR_NO_DEPRECATED $src; then
-		ok "header_and_macros_compile_as_$std"
-	else
-		ko "header_and_macros_compile_as_$std"
-	fi
-done
 # A library of its own, without the suite's sanitizer flags, which the C++
 # link would otherwise have to repeat.
 if ! make -s O="$D" CC="$CC" SANITIZE= "$D/libidr.a" >/dev/null ||

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The deprecated names warn, name their replacement, and vanish under
-# -DIDR_NO_DEPRECATED.  (C++: tests/compile-cxx.sh.)
+# -DIDR_NO_DEPRECATED.  (C++: tests/compile-strict.sh.)
 CC=${CC:-cc}
 src=tests/compile/uses-old-api.c
 pass=0

@@ -26,7 +26,9 @@ for std in c99 c11; do
 done
 if command -v "$CXX" >/dev/null; then
 	for std in c++11 c++20; do
-		if $CXX -std=$std $cxxflags -Wno-deprecated-declarations tests/compile/uses-api.cc; then
+		# With the deprecated API and without it.
+		if $CXX -std=$std $cxxflags -Wno-deprecated-declarations tests/compile/uses-api.cc &&
+		   $CXX -std=$std $cxxflags -DIDR_NO_DEPRECATED tests/compile/uses-api.cc; then
 			ok "header_and_macros_compile_with_strict_warnings_as_$std"
 		else
 			ko "header_and_macros_compile_with_strict_warnings_as_$std"
