@@ -62,7 +62,7 @@ TESTS ?= $(PROGRAM_TESTS)
 # Shell tests (tests/NAME.sh) have no binary, even when named in TESTS=.
 TEST_BINS := $(patsubst %,$(O)/tests/%,$(filter-out $(patsubst tests/%.sh,%,$(wildcard tests/*.sh)),$(TESTS)))
 # A TESTS= given on the command line overrides this too.
-TESTS += compile-deprecated compile-cxx compile-strict debug-build hooks install examples fuzz-replay
+TESTS += compile-deprecated compile-cxx compile-strict docs debug-build hooks install examples fuzz-replay
 TEST_BINS += $(O)/tests/fuzz-replay
 
 .PHONY: all deps check coverage demo bench bench-limits fuzz lint install uninstall clean FORCE

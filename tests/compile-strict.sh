@@ -5,8 +5,7 @@
 # (tests/compile/uses-api.cc), where the header's C casts and NULLs would
 # otherwise be flagged.  A macro is checked only where it is expanded,
 # hence the two files; every inline function's body is checked where it is
-# parsed.  The C++ half is skipped without a C++ compiler.  Last, the man
-# pages' synopses are checked against the header.
+# parsed.  The C++ half is skipped without a C++ compiler.
 CC=${CC:-cc}
 . tests/compile/cxx.sh
 pass=0
@@ -36,32 +35,5 @@ if command -v "$CXX" >/dev/null; then
 		fi
 	done
 fi
-
-# Each man page's SYNOPSIS says what idr.h declares: a prototype there is
-# repeated after the header, where any difference from the header's is a
-# conflicting redeclaration; any other name it shows (a macro, or a call
-# such as idr_init_flags(&idr, ...)) must be one the header defines.
-synopses() {
-	for m in man/*.3; do
-		sed -n '/^\.SH SYNOPSIS/,/^\.SH [^S]/s/^\.B \([^#].*\)$/\1/p' "$m"
-	done
-}
-{
-	echo '#include <idr.h>'
-	synopses | grep -E '^[a-z_0-9 ]+[ *][a-z_0-9]+\(.*\);$'
-	synopses | grep -vE '^[a-z_0-9 ]+[ *][a-z_0-9]+\(.*\);$' |
-		sed -n 's/^\(struct idr name = \)\{0,1\}\([A-Za-z_0-9]*\)(.*/\2/p' | sort -u |
-		while read -r name; do
-			printf '#ifndef %s\nextern __typeof__(%s) *synopsis_%s;\n#endif\n' \
-				"$name" "$name" "$name"
-		done
-} > "${TMPDIR:-/tmp}/idr-synopses.$$.c"
-if [ "$(synopses | wc -l)" -gt 50 ] &&
-   $CC -std=gnu11 -Wall -Wextra -Werror -Iinclude -fsyntax-only "${TMPDIR:-/tmp}/idr-synopses.$$.c"; then
-	ok man_page_synopses_match_the_header
-else
-	ko man_page_synopses_match_the_header
-fi
-rm -f "${TMPDIR:-/tmp}/idr-synopses.$$.c"
 echo "compile-strict: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
