@@ -612,6 +612,12 @@ int idr_check(const struct idr *idr);
  * 2^32 - 1 allocations (about 4.3 billion) after the one that issued it.
  * Only then does the clock come back to the handle's generation, and even
  * then the handle resolves only if that very allocation reissued its ID.
+ * The clock lives as long as the idr: idr_destroy() keeps it, so an idr
+ * destroyed and used again still rejects the handles it issued before.
+ * Initializing the struct again (idr_init_flags(), IDR_INIT_FLAGS()) makes
+ * a new idr whose clock starts over, and handles of the old one may then
+ * resolve in it, as one idr's handles may in another idr: to empty a table
+ * whose handles are still held, destroy it and keep it, never re-init it.
  */
 typedef uint64_t idr_handle_t;
 
