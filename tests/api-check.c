@@ -254,7 +254,9 @@ TEST(compact_leaf_corruption_is_caught)
 
 	/* Two lanes holding one offset: a lookup would see only one. */
 	EXPECT_CAUGHT(&idr, &leaf->lanes, (uint64_t)(off0 ^ off1) << 8, "lanes are bad");
-	/* A lane past the leaf's capacity. */
+	/* A lane past the leaf's capacity: the first such, and the last. */
+	EXPECT_CAUGHT(&idr, &leaf->lanes, (uint64_t)(LANE_FREE ^ 7) << (8 * CLEAF_CAP),
+		      "lanes are bad");
 	EXPECT_CAUGHT(&idr, &leaf->lanes, (uint64_t)(LANE_FREE ^ 7) << 56, "lanes are bad");
 	/* An offset beyond the leaf. */
 	EXPECT_CAUGHT(&idr, &leaf->lanes, (uint64_t)(off0 ^ 64), "lanes are bad");
