@@ -7,7 +7,8 @@
  *   - the step reports -ENOMEM (or, inside a preload, succeeds from the
  *     stash), never anything else;
  *   - the idr and ida still equal their models, pass idr_check/ida_check
- *     and hold exactly the blocks they held before;
+ *     and hold exactly the blocks they held before, the thread's preload
+ *     stash included;
  *   - the rest of the script then runs normally and everything is freed.
  */
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations" /* old API too */
@@ -205,17 +206,28 @@ static void world_destroy(struct world *w)
 	model_free(&w->im);
 }
 
+/* Live blocks once pending RCU frees have run, this thread's stash
+ * included: a failed call gives the allocator back what it took from it,
+ * and the stash what it took from the stash. */
+static long live_with_stash(void)
+{
+	if (!tu_tsan())
+		idr_rcu_barrier();
+	return tu_live();
+}
+
 /* Did step @i, whose k-th allocator call failed with result @err, keep
- * the world as it was?  A step that repeats its operation may have
- * succeeded some times first: those are in the model, so the model check
- * covers it, and only a single operation can be held to "nothing moved". */
+ * the world as it was, the thread's stash (drained before the step) too?
+ * A step that repeats its operation may have succeeded some times first:
+ * those are in the model, so the model check covers it, and only a single
+ * operation can be held to "nothing moved". */
 static bool unchanged(struct world *w, size_t i, int err, size_t n, size_t in,
 		      size_t mem, size_t imem, long live)
 {
 	if (err != -ENOMEM || script[i].repeat > 1)
 		return true;
 	return w->m.n == n && w->im.n == in && idr_memory_usage(&w->idr) == mem &&
-	       ida_memory_usage(&w->ida) == imem && tu_settled_live() == live;
+	       ida_memory_usage(&w->ida) == imem && live_with_stash() == live;
 }
 
 /* Step @i with its k-th allocator call failing.  Returns 1 if the call was
