@@ -199,6 +199,17 @@ TEST(null_reserves_an_id_until_replaced)
 	idr_destroy(&idr);
 }
 
+TEST(error_pointers_are_exactly_the_top_errno_range)
+{
+	for (int err = 1; err <= IDR_MAX_ERRNO; err++) {
+		CHECK(idr_is_err(IDR_ERR_PTR(-err)));
+		CHECK_EQ(idr_ptr_err(IDR_ERR_PTR(-err)), -err);
+	}
+	CHECK(!idr_is_err(NULL));
+	CHECK(!idr_is_err((void *)(uintptr_t)-(IDR_MAX_ERRNO + 1)));
+	CHECK(!idr_is_err(&objs[63]));
+}
+
 TEST(replace_and_remove)
 {
 	struct idr idr;
