@@ -379,6 +379,15 @@ TEST(old_api_reserve_corruption_is_caught)
 #pragma GCC diagnostic pop
 	CHECK_EQ(idr_check(&idr), 0);
 	EXPECT_CAUGHT(&idr, &idr.idr_reserve_count, 1u, "reserve count");
+	/* A full reserve with one node more on its list than its count says. */
+	struct idr_node extra = { .free = 0 }, *last = idr.idr_reserve;
+	CHECK_EQ(idr.idr_reserve_count, IDR_PRELOAD_NODES);
+	while (last->slots[0])
+		last = last->slots[0];
+	last->slots[0] = &extra;
+	EXPECT_REPORTED(idr_check(&idr), "reserve count");
+	last->slots[0] = NULL;
+	CHECK_EQ(idr_check(&idr), 0);
 	idr_destroy(&idr);
 }
 
