@@ -43,10 +43,22 @@ int main(int argc, char **argv)
 	} else if (!strcmp(what, "unmatched-preload-end")) {
 		idr_preload_end();
 	} else {
+		/* Each writer entry point, each followed by another: one that
+		 * left the idr marked as inside a writer would be reported. */
+		int id;
 		idr_preload(IDR_GFP_KERNEL);
-		idr_alloc(&idr, &idr, 0, 0, IDR_GFP_NOWAIT);
+		idr_alloc(&idr, NULL, 0, 0, IDR_GFP_NOWAIT);
 		idr_preload_end();
+		idr_replace(&idr, &idr, 0);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+		if (!idr_pre_get(&idr, IDR_GFP_KERNEL) || idr_get_new(&idr, &idr, &id))
+			return 1;
+#pragma GCC diagnostic pop
+		idr_remove(&idr, (unsigned long)id);
 		idr_remove(&idr, 0);
+		idr_destroy(&idr);
+		idr_alloc(&idr, &idr, 0, 0, IDR_GFP_KERNEL);
 	}
 	idr_destroy(&idr);
 	idr_rcu_barrier();
