@@ -26,7 +26,9 @@ static struct idr_node *top(const struct idr *idr)
 	return root_node(root_load(idr));
 }
 
-/* Expect @check to fail with one diagnostic, which names @needle. */
+/* Expect @check to fail with -EUCLEAN and one report that contains @needle;
+ * where the needle starts "index I, height H:", the report must say where
+ * the corruption is. */
 #define EXPECT_REPORTED(check, needle)                                       \
 	do {                                                                 \
 		int diags = tu_diag_count();                                 \
@@ -69,10 +71,11 @@ TEST(leaf_free_bit_corruption_is_caught)
 	fill(&idr, 200);
 	struct idr_node *leaf = top(&idr)->slots[1];
 	/* Caught at the parent, whose bit says the leaf is full. */
-	EXPECT_CAUGHT(&idr, &leaf->free, (uint64_t)1 << 7, "disagrees with the child");
+	EXPECT_CAUGHT(&idr, &leaf->free, (uint64_t)1 << 7,
+		      "index 64, height 2: free bit disagrees with the child");
 	/* Leaf 3 (IDs 192..199) has room: an entry marked free is caught there. */
 	EXPECT_CAUGHT(&idr, &((struct idr_node *)top(&idr)->slots[3])->free,
-		      (uint64_t)1 << 1, "entry in a free slot");
+		      (uint64_t)1 << 1, "index 193, height 1: entry in a free slot");
 	idr_destroy(&idr);
 }
 
@@ -83,9 +86,10 @@ TEST(interior_bits_corruption_is_caught)
 	fill(&idr, 200);
 	struct idr_node *root = top(&idr);
 	/* Leaf 0 is full: a free bit for it would send searches into it. */
-	EXPECT_CAUGHT(&idr, &root->free, (uint64_t)1, "free bit disagrees");
+	EXPECT_CAUGHT(&idr, &root->free, (uint64_t)1, "index 0, height 2: free bit disagrees");
 	/* Slot 5 is empty: marking it full would hide its IDs from searches. */
-	EXPECT_CAUGHT(&idr, &root->free, (uint64_t)1 << 5, "free bit disagrees");
+	EXPECT_CAUGHT(&idr, &root->free, (uint64_t)1 << 5,
+		      "index 320, height 2: free bit disagrees");
 	idr_destroy(&idr);
 }
 
@@ -94,14 +98,14 @@ TEST(node_count_and_shape_corruption_is_caught)
 	struct idr idr;
 
 	fill(&idr, 200);
-	EXPECT_CAUGHT(&idr, &idr.idr_nodes, (size_t)1, "node count");
+	EXPECT_CAUGHT(&idr, &idr.idr_nodes, (size_t)1, "index 0, height 0: node count");
 	/* A root whose only child is its first should have been shrunk. */
 	struct idr_node *root = top(&idr);
 	void *saved[3] = { root->slots[1], root->slots[2], root->slots[3] };
 	uint64_t free = root->free;
 	root->slots[1] = root->slots[2] = root->slots[3] = NULL;
 	root->free = ~(uint64_t)1;
-	EXPECT_REPORTED(idr_check(&idr), "unshrunk");
+	EXPECT_REPORTED(idr_check(&idr), "index 0, height 2: root level left unshrunk");
 	for (int i = 0; i < 3; i++)
 		root->slots[i + 1] = saved[i];
 	root->free = free;
@@ -134,9 +138,12 @@ TEST(ida_corruption_is_caught)
 	struct idr_node *leaf = top(&ida.ida_rt);
 	uint64_t *bitmap = leaf->slots[0];
 	/* Chunk 0 is full; a clear bit in it makes its "full" mark a lie. */
-	EXPECT_CAUGHT_BY(ida_check(&ida), &bitmap[3], (uint64_t)1, "free bit is wrong");
-	EXPECT_CAUGHT_BY(ida_check(&ida), &ida.ida_bitmaps, (size_t)1, "bitmap count");
-	EXPECT_CAUGHT_BY(ida_check(&ida), &ida.ida_rt.idr_nodes, (size_t)1, "node count");
+	EXPECT_CAUGHT_BY(ida_check(&ida), &bitmap[3], (uint64_t)1,
+			 "index 0, height 1: bitmap's free bit is wrong");
+	EXPECT_CAUGHT_BY(ida_check(&ida), &ida.ida_bitmaps, (size_t)1,
+			 "index 0, height 0: bitmap count");
+	EXPECT_CAUGHT_BY(ida_check(&ida), &ida.ida_rt.idr_nodes, (size_t)1,
+			 "index 0, height 0: node count");
 	/* Chunk 3 has no bitmap: a full mark would hide its IDs. */
 	EXPECT_CAUGHT_BY(ida_check(&ida), &leaf->free, (uint64_t)1 << 3,
 			 "absent bitmap marked full");
@@ -144,7 +151,7 @@ TEST(ida_corruption_is_caught)
 	uint64_t *last = leaf->slots[2], saved[IDA_CHUNK_WORDS];
 	memcpy(saved, last, sizeof(saved));
 	memset(last, 0, sizeof(saved));
-	EXPECT_REPORTED(ida_check(&ida), "empty bitmap kept");
+	EXPECT_REPORTED(ida_check(&ida), "index 2, height 1: empty bitmap kept");
 	memcpy(last, saved, sizeof(saved));
 	CHECK_EQ(ida_check(&ida), 0);
 	ida_destroy(&ida);
@@ -253,7 +260,8 @@ TEST(compact_leaf_corruption_is_caught)
 	unsigned off0 = lanes & 0xff, off1 = (lanes >> 8) & 0xff;
 
 	/* Two lanes holding one offset: a lookup would see only one. */
-	EXPECT_CAUGHT(&idr, &leaf->lanes, (uint64_t)(off0 ^ off1) << 8, "lanes are bad");
+	EXPECT_CAUGHT(&idr, &leaf->lanes, (uint64_t)(off0 ^ off1) << 8,
+		      "index 128, height 1: compact leaf lanes are bad");
 	/* A lane past the leaf's capacity: the first such, and the last. */
 	EXPECT_CAUGHT(&idr, &leaf->lanes, (uint64_t)(LANE_FREE ^ 7) << (8 * CLEAF_CAP),
 		      "lanes are bad");
@@ -263,8 +271,9 @@ TEST(compact_leaf_corruption_is_caught)
 	/* No lane in use: the leaf should have gone. */
 	EXPECT_CAUGHT(&idr, &leaf->lanes, lanes ^ ~(uint64_t)0, "empty compact leaf");
 	/* A sparse leaf is never full, so its parent's bit says it has room. */
-	EXPECT_CAUGHT(&idr, &top(&idr)->free, (uint64_t)1 << 2, "sparse leaf marked full");
-	EXPECT_CAUGHT(&idr, &idr.idr_sparse, (size_t)1, "compact leaf count");
+	EXPECT_CAUGHT(&idr, &top(&idr)->free, (uint64_t)1 << 2,
+		      "index 128, height 2: sparse leaf marked full");
+	EXPECT_CAUGHT(&idr, &idr.idr_sparse, (size_t)1, "index 0, height 0: compact leaf count");
 	idr_destroy(&idr);
 }
 
@@ -354,7 +363,7 @@ TEST(tree_shape_corruption_is_caught)
 		leaf->slots[i] = NULL;
 	}
 	leaf->free = ~(uint64_t)0;
-	EXPECT_REPORTED(idr_check(&idr), "nothing below it");
+	EXPECT_REPORTED(idr_check(&idr), "index 192, height 1: node with nothing below it");
 	for (int i = 0; i < 8; i++)
 		leaf->slots[i] = saved[i];
 	leaf->free = free;
@@ -362,7 +371,7 @@ TEST(tree_shape_corruption_is_caught)
 	/* A height no index needs. */
 	void *root = idr.idr_root;
 	idr.idr_root = (void *)(((uintptr_t)root & ~HEIGHT_MASK) | (MAX_HEIGHT + 1));
-	EXPECT_REPORTED(idr_check(&idr), "too tall");
+	EXPECT_REPORTED(idr_check(&idr), "index 0, height 7: tree too tall");
 	idr.idr_root = root;
 	CHECK_EQ(idr_check(&idr), 0);
 	idr_destroy(&idr);
