@@ -372,6 +372,11 @@ TEST(tree_shape_corruption_is_caught)
 	void *root = idr.idr_root;
 	idr.idr_root = (void *)(((uintptr_t)root & ~HEIGHT_MASK) | (MAX_HEIGHT + 1));
 	EXPECT_REPORTED(idr_check(&idr), "index 0, height 7: tree too tall");
+	/* A node with no height, and a height with no node. */
+	idr.idr_root = (void *)((uintptr_t)root & ~HEIGHT_MASK);
+	EXPECT_REPORTED(idr_check(&idr), "index 0, height 0: root and height disagree");
+	idr.idr_root = (void *)(uintptr_t)2;
+	EXPECT_REPORTED(idr_check(&idr), "index 0, height 2: root and height disagree");
 	idr.idr_root = root;
 	CHECK_EQ(idr_check(&idr), 0);
 	idr_destroy(&idr);
