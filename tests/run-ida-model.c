@@ -119,6 +119,68 @@ TEST(ida_matches_bitmap_model)
 	CHECK_EQ(ida_memory_usage(&ida), 0);
 }
 
+/* The common use, which the model above, with its ranges from anywhere in
+ * three windows, seldom reaches: ida_alloc() from 0 (and from small
+ * minimums) beside frees among the IDs in use, so that frees land in the
+ * allocation hint's chunk, below its low mark, and in the chunks below it.
+ * Each allocation must return the lowest free ID. */
+#define DENSE 8192
+static uint64_t dense_ref[DENSE / 64];
+
+static bool dense_test(unsigned id)
+{
+	return dense_ref[id / 64] >> (id % 64) & 1;
+}
+
+static void dense_flip(unsigned id)
+{
+	dense_ref[id / 64] ^= (uint64_t)1 << (id % 64);
+}
+
+static unsigned dense_lowest_free(unsigned from)
+{
+	while (dense_test(from))
+		from++;
+	return from;
+}
+
+TEST(ida_alloc_from_0_beside_frees_returns_the_lowest_free_id)
+{
+	struct ida ida;
+	uint64_t rng = 28;
+	long ops = tu_scale(400000), live = 0;
+	unsigned top = 0; /* one past the highest ID ever allocated */
+
+	ida_init(&ida);
+	for (long step = 0; step < ops; step++) {
+		unsigned r = (unsigned)(tu_rand(&rng) % 100);
+		if (!live || r < (live > DENSE * 3 / 4 ? 40 : 55)) {
+			unsigned min = r % 8 ? 0 : (unsigned)(tu_rand(&rng) % (top + 1));
+			unsigned want = dense_lowest_free(min);
+			int got = min ? ida_alloc_min(&ida, min, IDR_GFP_KERNEL) :
+					ida_alloc(&ida, IDR_GFP_KERNEL);
+			CHECK_EQ(got, want);
+			dense_flip(want);
+			live++;
+			if (want >= top)
+				top = want + 1;
+			CHECK(top < DENSE);
+		} else {
+			unsigned id = (unsigned)(tu_rand(&rng) % top);
+			if (dense_test(id)) {
+				ida_free(&ida, id);
+				dense_flip(id);
+				live--;
+			}
+		}
+		if (step % 4096 == 0)
+			CHECK_EQ(ida_check(&ida), 0);
+	}
+	for (unsigned id = 0; id < top; id++)
+		CHECK_EQ(ida_exists(&ida, id), dense_test(id));
+	ida_destroy(&ida);
+}
+
 /* A range reaching past INT_MAX stops at INT_MAX, the largest ID an int
  * return can carry. */
 TEST(ida_ranges_past_int_max_end_at_int_max)
