@@ -197,6 +197,16 @@ static void *ida_user(void *arg)
 	uint64_t rng = (uint64_t)w->tag * 31 + 5;
 
 	for (long i = 0; i < w->iters; i++) {
+		if (i % 16 == 0 && w->nheld) {
+			/* The queries take the lock too; what this thread holds
+			 * exists, and nothing lower than all it holds is missed. */
+			int low = w->held[0];
+			for (int k = 1; k < w->nheld; k++)
+				low = w->held[k] < low ? w->held[k] : low;
+			int first = ida_find_first_range(w->ida, 0, SPACE * 2 - 1);
+			if (!ida_exists(w->ida, (unsigned)low) || first < 0 || first > low)
+				w->errors++;
+		}
 		if (w->nheld && (w->nheld >= SPACE / THREADS || tu_rand(&rng) % 2)) {
 			ida_free(w->ida, (unsigned)give_back(w, &rng));
 			continue;
