@@ -35,6 +35,26 @@ TEST(get_new_hands_out_lowest_ids)
 	idr_destroy(&idr); /* frees the reserve too */
 }
 
+/* idr_get_new() runs under the caller's lock: it takes nodes from the
+ * reserve alone and never calls the allocator, not even for the lookup
+ * directory that idr_alloc() grows for a dense idr like this one. */
+TEST(get_new_never_calls_the_allocator)
+{
+	struct idr idr;
+	int id;
+
+	idr_init(&idr);
+	for (int i = 0; i < 5000; i++) {
+		CHECK_EQ(idr_pre_get(&idr, IDR_GFP_KERNEL), 1);
+		long calls = tu_thread_calls();
+		CHECK_EQ(idr_get_new_above(&idr, P, i % 2 ? 0 : i, &id), 0);
+		CHECK_EQ(id, i);
+		CHECK_EQ(tu_thread_calls(), calls);
+	}
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+}
+
 /* The old API's flaw: the reserve is the idr's, so a thread that did its
  * idr_pre_get() can find it drained by another thread's insertion. */
 TEST(shared_reserve_can_fail_a_caller_that_preloaded_new_api_cannot)
