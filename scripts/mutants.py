@@ -27,6 +27,7 @@ import json
 import os
 import random
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -82,6 +83,8 @@ def main():
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--file', action='append', help='only this file of src/ (repeatable)')
     args = ap.parse_args()
+    # A kill still removes the scratch worktree (the finally below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
 
     top = run('git rev-parse --show-toplevel', '.', 30).stdout.strip()
     tree = tempfile.mkdtemp(prefix='idr-mutants.')
@@ -110,9 +113,11 @@ def main():
                 if run(f'make -s -j2 {bins}', tree, 900).returncode:
                     continue  # not a program: no verdict
                 try:
+                    # A failing program exits 255, which stops xargs from
+                    # starting more: one failure is verdict enough.
                     out = run(f"printf '%s\\n' {bins} | xargs -P2 -I@ sh -c "
-                              f"'IDR_TEST_QUICK=1 timeout 60 @ >/dev/null 2>&1 || echo @'",
-                              tree, 900).stdout.split()
+                              f"'IDR_TEST_QUICK=1 timeout 60 @ >/dev/null 2>&1 || "
+                              f"{{ echo @; exit 255; }}'", tree, 900).stdout.split()
                 except subprocess.TimeoutExpired:
                     out = ['timeout']
                 status = 'KILLED' if out else 'SURVIVED'
