@@ -2,6 +2,7 @@
 /* The ida against a plain bitmap over a window of the ID space, with ranges
  * touching 0, chunk edges and INT_MAX. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "testutil.h"
 
@@ -58,6 +59,7 @@ TEST(ida_matches_bitmap_model)
 	uint64_t rng = 2024;
 	long ops = tu_scale(1000000), live = 0;
 
+	memset(ref, 0, sizeof(ref));
 	ida_init(&ida);
 	for (long step = 0; step < ops; step++) {
 		unsigned w = (unsigned)(tu_rand(&rng) % 3);
@@ -124,26 +126,6 @@ TEST(ida_matches_bitmap_model)
  * minimums) beside frees among the IDs in use, so that frees land in the
  * allocation hint's chunk, below its low mark, and in the chunks below it.
  * Each allocation must return the lowest free ID. */
-#define DENSE 8192
-static uint64_t dense_ref[DENSE / 64];
-
-static bool dense_test(unsigned id)
-{
-	return dense_ref[id / 64] >> (id % 64) & 1;
-}
-
-static void dense_flip(unsigned id)
-{
-	dense_ref[id / 64] ^= (uint64_t)1 << (id % 64);
-}
-
-static unsigned dense_lowest_free(unsigned from)
-{
-	while (dense_test(from))
-		from++;
-	return from;
-}
-
 TEST(ida_alloc_from_0_beside_frees_returns_the_lowest_free_id)
 {
 	struct ida ida;
@@ -151,25 +133,27 @@ TEST(ida_alloc_from_0_beside_frees_returns_the_lowest_free_id)
 	long ops = tu_scale(400000), live = 0;
 	unsigned top = 0; /* one past the highest ID ever allocated */
 
+	memset(ref, 0, sizeof(ref)); /* window 0, from 0, is the model */
 	ida_init(&ida);
 	for (long step = 0; step < ops; step++) {
 		unsigned r = (unsigned)(tu_rand(&rng) % 100);
-		if (!live || r < (live > DENSE * 3 / 4 ? 40 : 55)) {
+		/* Around 6,000 IDs in use, a few chunks' worth. */
+		if (!live || r < (live > 6000 ? 40 : 55)) {
 			unsigned min = r % 8 ? 0 : (unsigned)(tu_rand(&rng) % (top + 1));
-			unsigned want = dense_lowest_free(min);
+			long want = ref_first(0, min, WINDOW - 1, false);
 			int got = min ? ida_alloc_min(&ida, min, IDR_GFP_KERNEL) :
 					ida_alloc(&ida, IDR_GFP_KERNEL);
+			CHECK(want >= 0);
 			CHECK_EQ(got, want);
-			dense_flip(want);
+			ref_flip(0, (unsigned)want);
 			live++;
-			if (want >= top)
-				top = want + 1;
-			CHECK(top < DENSE);
+			if ((unsigned)want >= top)
+				top = (unsigned)want + 1;
 		} else {
 			unsigned id = (unsigned)(tu_rand(&rng) % top);
-			if (dense_test(id)) {
+			if (ref_test(0, id)) {
 				ida_free(&ida, id);
-				dense_flip(id);
+				ref_flip(0, id);
 				live--;
 			}
 		}
@@ -177,7 +161,7 @@ TEST(ida_alloc_from_0_beside_frees_returns_the_lowest_free_id)
 			CHECK_EQ(ida_check(&ida), 0);
 	}
 	for (unsigned id = 0; id < top; id++)
-		CHECK_EQ(ida_exists(&ida, id), dense_test(id));
+		CHECK_EQ(ida_exists(&ida, id), ref_test(0, id));
 	ida_destroy(&ida);
 }
 
