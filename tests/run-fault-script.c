@@ -206,19 +206,10 @@ static void world_destroy(struct world *w)
 	model_free(&w->im);
 }
 
-/* Live blocks once pending RCU frees have run, this thread's stash
- * included: a failed call gives the allocator back what it took from it,
- * and the stash what it took from the stash. */
-static long live_with_stash(void)
-{
-	if (!tu_tsan())
-		idr_rcu_barrier();
-	return tu_live();
-}
-
 /* Did step @i, whose k-th allocator call failed with result @err, keep
  * the world as it was, the thread's stash (drained before the step) too?
- * A step that repeats its operation may have succeeded some times first:
+ * A failed call gives the allocator back what it took from it, and the
+ * stash what it took from the stash.  A step that repeats its operation may have succeeded some times first:
  * those are in the model, so the model check covers it, and only a single
  * operation can be held to "nothing moved". */
 static bool unchanged(struct world *w, size_t i, int err, size_t n, size_t in,
@@ -227,7 +218,7 @@ static bool unchanged(struct world *w, size_t i, int err, size_t n, size_t in,
 	if (err != -ENOMEM || script[i].repeat > 1)
 		return true;
 	return w->m.n == n && w->im.n == in && idr_memory_usage(&w->idr) == mem &&
-	       ida_memory_usage(&w->ida) == imem && live_with_stash() == live;
+	       ida_memory_usage(&w->ida) == imem && tu_live_after_grace() == live;
 }
 
 /* Step @i with its k-th allocator call failing.  Returns 1 if the call was

@@ -210,12 +210,17 @@ void tu_fail_thread(bool on)
 	fail_this_thread = on;
 }
 
-long tu_settled_live(void)
+long tu_live_after_grace(void)
 {
 	if (!tu_tsan())
 		idr_rcu_barrier();
-	idr_preload_drain();
 	return tu_live();
+}
+
+long tu_settled_live(void)
+{
+	idr_preload_drain();
+	return tu_live_after_grace();
 }
 
 /* ---------------------------------------------------------------------- */

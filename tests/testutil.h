@@ -109,8 +109,11 @@ void tu_fail_if(bool (*refuse)(size_t size)); /* fail the calls it refuses */
  * pointer into a freed node reads NULL slots, never a node made since;
  * off gives them all back. */
 void tu_hold_freed(bool on);
-/* Live blocks once pending RCU frees have run and this thread's stash is
- * drained: what an idr holds, as seen by the allocator. */
+/* Live blocks once pending RCU frees have run, this thread's stash
+ * included. */
+long tu_live_after_grace(void);
+/* The same once this thread's stash is drained: what an idr holds, as seen
+ * by the allocator. */
 long tu_settled_live(void);
 /* The seed pattern on a handle idr with every allocator call this thread
  * makes under the lock failing: what idr_alloc_handle(@idr, @ptr, @start,
