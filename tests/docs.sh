@@ -13,23 +13,21 @@ ko() { echo "FAIL docs/$1: $2"; fail=$((fail + 1)); }
 # any other name a SYNOPSIS shows (a macro, or a call such as
 # idr_init_flags(&idr, ...)) must be one the header defines.
 proto='^[a-z_0-9 ]+[ *][a-z_0-9]+\(.*\);$'
-synopses() {
-	for m in man/*.3; do
-		sed -n '/^\.SH SYNOPSIS/,/^\.SH [^S]/s/^\.B \([^#].*\)$/\1/p' "$m"
-	done
-}
+synopses=$(for m in man/*.3; do
+	sed -n '/^\.SH SYNOPSIS/,/^\.SH [^S]/s/^\.B \([^#].*\)$/\1/p' "$m"
+done)
 src=${TMPDIR:-/tmp}/idr-synopses.$$.c
 {
 	echo '#include <idr.h>'
-	synopses | grep -E "$proto"
-	synopses | grep -vE "$proto" |
+	printf '%s\n' "$synopses" | grep -E "$proto"
+	printf '%s\n' "$synopses" | grep -vE "$proto" |
 		sed -n 's/^\(struct idr name = \)\{0,1\}\([A-Za-z_0-9]*\)(.*/\2/p' | sort -u |
 		while read -r name; do
 			printf '#ifndef %s\nextern __typeof__(%s) *synopsis_%s;\n#endif\n' \
 				"$name" "$name" "$name"
 		done
 } >"$src"
-lines=$(synopses | wc -l)
+lines=$(printf '%s\n' "$synopses" | wc -l)
 if err=$($CC -std=gnu11 -Wall -Wextra -Werror -Iinclude -fsyntax-only "$src" 2>&1) &&
    [ "$lines" -gt 50 ]; then
 	ok man_page_synopses_match_the_header
