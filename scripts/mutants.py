@@ -4,6 +4,7 @@
 src/*.c and see whether the test programs notice.
 
     python3 scripts/mutants.py [-n COUNT] [--seed S] [--file tree.c]
+                               [--skip earlier.jsonl]
 
 Works in a scratch git worktree of HEAD (the checkout is never touched),
 builds the test programs there (make's test binaries, with fuzz-replay) and
@@ -82,6 +83,8 @@ def main():
     ap.add_argument('-n', type=int, default=50, help='mutants to run (default 50)')
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--file', action='append', help='only this file of src/ (repeatable)')
+    ap.add_argument('--skip', action='append', default=[],
+                    help="an earlier run's output: its mutants are not run again (repeatable)")
     args = ap.parse_args()
     # A kill still removes the scratch worktree (the finally below).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
@@ -99,6 +102,11 @@ def main():
             sys.exit('the unmutated tree does not build')
         cands = list(candidates(os.path.join(tree, 'src'), files))
         random.Random(args.seed).shuffle(cands)
+        seen = set()
+        for name in args.skip:
+            for line in open(name):
+                r = json.loads(line)
+                seen.add((r['file'], r['line'], r['new']))
         tally = {'KILLED': 0, 'SURVIVED': 0}
         for f, i, a, b, rep in cands:
             if sum(tally.values()) >= args.n:
@@ -108,6 +116,8 @@ def main():
             lines = orig.split('\n')
             old = lines[i]
             lines[i] = '' if rep is None else old[:a] + rep + old[b:]
+            if (f, i + 1, lines[i].strip()) in seen:
+                continue
             open(path, 'w').write('\n'.join(lines))
             try:
                 if run(f'make -s -j2 {bins}', tree, 900).returncode:
