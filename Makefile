@@ -23,7 +23,7 @@ PKGDIR   ?= $(LIBDIR)/pkgconfig
 CMAKEDIR ?= $(LIBDIR)/cmake/idr
 DESTDIR  ?=
 
-VERSION  := 0.5.3
+VERSION  := 0.5.4
 # The soname's number is the release's first: a release that would break
 # programs built against the one before it raises both (docs/guarantees.md).
 SOMAJOR  := $(firstword $(subst ., ,$(VERSION)))

@@ -141,7 +141,8 @@ struct idr {
 #define IDR_INIT(name) IDR_INIT_BASE(name, 0)
 /* A statically initialized, empty idr handing out IDs from 0.  IDR_INIT()
  * is all zeros, so a zero-filled struct idr (calloc(), memset()) is such
- * an idr too, with no idr_init() (not so for struct ida). */
+ * an idr too, with no idr_init().  A zero-filled struct ida is an empty ida
+ * too (since 0.5.4), though IDA_INIT() is not all zeros. */
 #define DEFINE_IDR(name) struct idr name = IDR_INIT(name)
 
 /**
@@ -868,6 +869,8 @@ struct ida {
 
 /**
  * ida_init - initialize an empty ida.  Context: not in use.  No allocation.
+ * DEFINE_IDA(), IDA_INIT() and zeroing the struct (since 0.5.4) give the
+ * same ida.
  */
 void ida_init(struct ida *ida);
 

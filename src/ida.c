@@ -85,9 +85,13 @@ static void set_bit_in(uint64_t *bitmap, unsigned b)
 }
 
 /* A new chunk holding only bit @b, its bitmap in *@out: bitmap and tree
- * nodes are obtained before anything changes. */
+ * nodes are obtained before anything changes.
+ * Nothing reads an ida's tree outside its lock, so the nodes it frees need
+ * no grace period.  IDA_INIT() says so with IDR_F_NO_RCU; a zero-filled
+ * ida (calloc(), memset()) is told here, before its tree's first node. */
 static int add_chunk(struct ida *ida, uint64_t chunk, unsigned b, uint64_t **out)
 {
+	ida->ida_rt.idr_flags |= IDR_F_NO_RCU;
 	struct node_pool pool = { .count = 0 };
 	struct insert_need need = tree_needs(&ida->ida_rt, chunk, NULL, false);
 	uint64_t *bitmap = mem_alloc(CHUNK_BYTES);

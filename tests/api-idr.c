@@ -92,6 +92,33 @@ TEST(zero_filled_idr_is_an_empty_idr)
 	free(heap);
 }
 
+/* A calloc()ed ida is an empty ida too (since 0.5.4), though not
+ * IDA_INIT()'s bytes, and like it frees its nodes at once: nothing reads an
+ * ida's tree outside its lock, so they wait for no grace period. */
+TEST(zero_filled_ida_is_an_empty_ida)
+{
+	struct ida *heap = calloc(1, sizeof(*heap));
+
+	CHECK(heap != NULL);
+	CHECK(ida_is_empty(heap));
+	CHECK_EQ(ida_find_first(heap), -ENOENT);
+	idr_preload_drain();
+	long live = tu_live();
+	CHECK_EQ(ida_alloc(heap, IDR_GFP_KERNEL), 0);
+	CHECK_EQ(tu_live() - live, 2); /* a leaf and a bitmap */
+	/* The first ID of the second leaf: a new root, a leaf, a bitmap. */
+	CHECK_EQ(ida_alloc_min(heap, 65536, IDR_GFP_KERNEL), 65536);
+	CHECK_EQ(tu_live() - live, 5);
+	ida_free(heap, 65536);
+	CHECK_EQ(tu_live() - live, 2); /* no grace period needed */
+	CHECK_EQ(ida_check(heap), 0);
+	CHECK_EQ(ida_alloc(heap, IDR_GFP_KERNEL), 1);
+	ida_destroy(heap);
+	CHECK_EQ(tu_live(), live);
+	CHECK(ida_is_empty(heap));
+	free(heap);
+}
+
 TEST(alloc_hands_out_lowest_free)
 {
 	struct idr idr;
