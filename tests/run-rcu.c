@@ -994,3 +994,62 @@ TEST(idr_rcu_barrier_waits_for_the_callbacks_batched_with_it)
 	CHECK_EQ(pthread_join(waiter, NULL), 0);
 	CHECK_EQ(slow_seen, 1);
 }
+
+/* A fork while liburcu's worker is inside a batch's callbacks:
+ * idr_fork_prepare() waits for the worker to finish the batch and pause.
+ * A child forked mid-batch would inherit a batch that no worker of its own
+ * ever finishes, with libidr's queue still marked busy by it, and would
+ * free nothing again: its barrier would never return (the alarm ends it). */
+static struct idr_rcu_head mid_batch_head, child_head;
+static int mid_batch_started, mid_batch_ran, child_ran;
+
+static void mid_batch_callback(struct idr_rcu_head *head)
+{
+	struct timespec d = { 0, 300 * 1000 * 1000 };
+
+	(void)head;
+	__atomic_store_n(&mid_batch_started, 1, __ATOMIC_SEQ_CST);
+	nanosleep(&d, NULL); /* the fork is asked for meanwhile */
+	__atomic_add_fetch(&mid_batch_ran, 1, __ATOMIC_SEQ_CST);
+}
+
+static void child_callback(struct idr_rcu_head *head)
+{
+	(void)head;
+	child_ran++;
+}
+
+static int child_of_a_mid_batch_fork(void)
+{
+	alarm(20);
+	idr_fork_child();
+	if (__atomic_load_n(&mid_batch_ran, __ATOMIC_SEQ_CST) != 1)
+		return 1; /* forked before the batch was done */
+	idr_call_rcu(&child_head, child_callback);
+	idr_rcu_barrier();
+	return child_ran == 1 ? 0 : 2;
+}
+
+TEST(a_fork_while_the_worker_runs_a_batch_waits_for_it)
+{
+	int status;
+
+	if (tu_fork_cannot_thread())
+		return;
+	idr_call_rcu(&mid_batch_head, mid_batch_callback);
+	for (int i = 0; i < 400 && !__atomic_load_n(&mid_batch_started, __ATOMIC_SEQ_CST); i++)
+		pause_a_while();
+	CHECK_EQ(__atomic_load_n(&mid_batch_started, __ATOMIC_SEQ_CST), 1);
+	idr_fork_prepare();
+	pid_t pid = fork();
+	if (pid == 0)
+		tu_child_exit(child_of_a_mid_batch_fork());
+	idr_fork_parent();
+	pid_t waited = pid > 0 ? waitpid(pid, &status, 0) : -1;
+	idr_rcu_barrier();
+	CHECK(pid > 0);
+	CHECK_EQ(waited, pid);
+	CHECK_EQ(mid_batch_ran, 1);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WEXITSTATUS(status), 0);
+}
