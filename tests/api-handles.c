@@ -145,6 +145,36 @@ TEST(stale_after_tree_shrank_and_regrew)
 	idr_destroy(&idr);
 }
 
+/* An ID past what the tree spans has no handle, and a handle naming one is
+ * rejected, even with the generation of the ID whose slot it would reach
+ * if the walk ignored the span (the top level's index wrapping to 0):
+ * heights 1 to 3, where the directory has no answer for such IDs. */
+TEST(ids_past_the_trees_span_have_no_handles)
+{
+	struct idr idr;
+	unsigned long span = 64;
+
+	init(&idr);
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(idr_handle_id(take(&idr, P(i), i)), i);
+	for (int height = 1; height <= 3; height++, span *= 64) {
+		unsigned long top_child = span / 64; /* IDs under one top slot */
+
+		if (height > 1) /* one level more */
+			CHECK_EQ(idr_handle_id(take(&idr, P(height), (int)top_child)), top_child);
+		unsigned long under[] = { 0, 1, 2, 3, top_child };
+		for (size_t k = 0; k < sizeof(under) / sizeof(under[0]); k++) {
+			idr_handle_t live = idr_handle_of(&idr, under[k]);
+
+			CHECK(live != 0);
+			CHECK_EQ(idr_handle_of(&idr, span + under[k]), 0);
+			CHECK(rejected(&idr, idr_handle_make((uint32_t)(span + under[k]),
+							     idr_handle_gen(live))));
+		}
+	}
+	idr_destroy(&idr);
+}
+
 TEST(plain_idrs_have_no_handles)
 {
 	struct idr idr;
