@@ -952,6 +952,43 @@ TEST(idr_call_rcu_runs_each_callback_once_after_the_open_sections)
 	}
 }
 
+/* What waits for a grace period is run, or freed, with nobody calling
+ * idr_rcu_barrier(): a callback queued alone, and a compact leaf let go by
+ * a removal that retires no node.  Each is the only item pushed, so it must
+ * start a batch of its own. */
+static int lone_ran;
+
+static void run_lone(struct idr_rcu_head *head)
+{
+	(void)head;
+	__atomic_store_n(&lone_ran, 1, __ATOMIC_SEQ_CST);
+}
+
+TEST(a_lone_callback_or_compact_leaf_needs_no_barrier)
+{
+	static struct idr_rcu_head head;
+	struct idr idr;
+
+	idr_call_rcu(&head, run_lone);
+	for (int i = 0; i < 200 && !__atomic_load_n(&lone_ran, __ATOMIC_SEQ_CST); i++)
+		pause_a_while();
+	CHECK_EQ(__atomic_load_n(&lone_ran, __ATOMIC_SEQ_CST), 1);
+
+	idr_init(&idr);
+	CHECK_EQ(idr_alloc(&idr, P_OBJ, 1000, 0, IDR_GFP_KERNEL), 1000);
+	idr_preload_drain();
+	long single = tu_live();
+	/* 1001 beside 1000 takes a compact leaf (on 32-bit hosts 1000 had
+	 * one already); removing 1001 lets it go. */
+	CHECK_EQ(idr_alloc(&idr, P_OBJ, 1001, 0, IDR_GFP_KERNEL), 1001);
+	CHECK_EQ(tu_live() - single, TU_SINGLETONS ? 1 : 0);
+	CHECK(idr_remove(&idr, 1001) == P_OBJ);
+	for (int i = 0; i < 200 && tu_live() != single; i++)
+		pause_a_while();
+	CHECK_EQ(tu_live(), single);
+	idr_destroy(&idr);
+}
+
 /* A callback queued with a barrier's marker, in the batch the marker is
  * in, has run, whole, when that idr_rcu_barrier() returns.  A reader holds
  * the batch before them back until both are queued. */
