@@ -386,6 +386,29 @@ TEST(a_sparse_leaf_under_the_root_keeps_the_height)
 	idr_destroy(&idr);
 }
 
+/* A node emptied by its last sparse leaf's removal is unlinked from its
+ * parent, whose other children keep their free bits: here the parent's
+ * first child, full, stays marked full (its bit sits at the offset the
+ * removed ID had in its own node), and the next allocation looks past it. */
+TEST(unlinking_an_emptied_node_marks_no_sibling_free)
+{
+	struct idr idr;
+	int obj;
+
+	idr_init(&idr);
+	for (int i = 0; i < 4096; i++) /* the root's first child: full */
+		CHECK_EQ(idr_alloc(&idr, &obj, i, 0, IDR_GFP_KERNEL), i);
+	/* Alone under the root's second child, at its first leaf offset; and
+	 * one ID under the third child, so the root keeps two children. */
+	CHECK_EQ(idr_alloc(&idr, &obj, 4096 + 7, 0, IDR_GFP_KERNEL), 4096 + 7);
+	CHECK_EQ(idr_alloc(&idr, &obj, 8192 + 7, 0, IDR_GFP_KERNEL), 8192 + 7);
+	CHECK(idr_remove(&idr, 4096 + 7) == &obj);
+	CHECK_EQ(idr_check(&idr), 0);
+	CHECK_EQ(idr_alloc(&idr, &obj, 0, 0, IDR_GFP_KERNEL), 4096);
+	CHECK_EQ(idr_check(&idr), 0);
+	idr_destroy(&idr);
+}
+
 TEST(removal_copes_when_the_allocator_refuses)
 {
 	struct idr idr;
