@@ -242,6 +242,56 @@ TEST(ida_is_safe_without_caller_locking)
 	CHECK(ida_is_empty(&ida));
 }
 
+/* The calls that return early (ida_free() of a free ID, which reports it)
+ * and the one that only looks (ida_check()) let the ida's lock go: another
+ * thread's allocation then goes through.  Its caller's own later calls
+ * could not tell, since the thread that holds the lock's bias takes it
+ * again. */
+static struct ida lock_left_ida;
+static int other_got;
+
+static void *alloc_on_another_thread(void *arg)
+{
+	(void)arg;
+	__atomic_store_n(&other_got, ida_alloc(&lock_left_ida, IDR_GFP_KERNEL) + 1,
+			 __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+/* What another thread's ida_alloc() returned, or -2 if it was still
+ * waiting after 10 s (the thread is left behind, blocked). */
+static int alloc_elsewhere(void)
+{
+	pthread_t t;
+
+	__atomic_store_n(&other_got, 0, __ATOMIC_SEQ_CST);
+	if (pthread_create(&t, NULL, alloc_on_another_thread, NULL))
+		return -3;
+	for (int i = 0; i < 1000 && !__atomic_load_n(&other_got, __ATOMIC_SEQ_CST); i++)
+		usleep(10 * 1000);
+	int got = __atomic_load_n(&other_got, __ATOMIC_SEQ_CST);
+	if (!got) {
+		pthread_detach(t);
+		return -2;
+	}
+	pthread_join(t, NULL);
+	return got - 1;
+}
+
+TEST(ida_calls_that_return_early_or_only_look_let_the_lock_go)
+{
+	ida_init(&lock_left_ida);
+	CHECK_EQ(ida_alloc(&lock_left_ida, IDR_GFP_KERNEL), 0);
+	ida_free(&lock_left_ida, 5); /* not allocated */
+	CHECK_EQ(tu_diag_count(), 1);
+	tu_diag_reset();
+	CHECK_EQ(alloc_elsewhere(), 1);
+	CHECK_EQ(ida_alloc(&lock_left_ida, IDR_GFP_KERNEL), 2);
+	CHECK_EQ(ida_check(&lock_left_ida), 0);
+	CHECK_EQ(alloc_elsewhere(), 3);
+	ida_destroy(&lock_left_ida);
+}
+
 /* ---- idr_lock() itself: mutual exclusion, and sleepers are woken ---- */
 
 struct counter {
