@@ -167,6 +167,27 @@ TEST(ida_alloc_from_0_beside_frees_returns_the_lowest_free_id)
 
 /* A range reaching past INT_MAX stops at INT_MAX, the largest ID an int
  * return can carry. */
+/* A chunk filled from its second word to its last, its first word empty,
+ * is not full: once the allocation hint is elsewhere, a walk from 0 must
+ * come back to it.  (Every word but the first decides nothing.) */
+TEST(a_chunk_full_but_for_its_first_word_still_has_room)
+{
+	struct ida ida;
+
+	ida_init(&ida);
+	for (int id = 64; id < 1024; id++) /* chunk 0 (1024 IDs), but its first word */
+		CHECK_EQ(ida_alloc_min(&ida, 64, IDR_GFP_KERNEL), id);
+	/* The hint moves to another chunk, from a search that did not start
+	 * at 0, so it vouches for nothing below it. */
+	CHECK_EQ(ida_alloc_min(&ida, 5000, IDR_GFP_KERNEL), 5000);
+	CHECK_EQ(ida_check(&ida), 0);
+	for (int id = 0; id < 64; id++)
+		CHECK_EQ(ida_alloc(&ida, IDR_GFP_KERNEL), id);
+	CHECK_EQ(ida_alloc(&ida, IDR_GFP_KERNEL), 1024);
+	CHECK_EQ(ida_check(&ida), 0);
+	ida_destroy(&ida);
+}
+
 TEST(ida_ranges_past_int_max_end_at_int_max)
 {
 	DEFINE_IDA(ida);
