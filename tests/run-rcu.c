@@ -1090,3 +1090,58 @@ TEST(a_fork_while_the_worker_runs_a_batch_waits_for_it)
 	CHECK(WIFEXITED(status));
 	CHECK_EQ(WEXITSTATUS(status), 0);
 }
+
+/* A fork while another thread waits in idr_synchronize_rcu():
+ * idr_fork_prepare() takes liburcu-bp's grace-period and registry locks
+ * (urcu_bp_before_fork()), so the fork waits for that grace period to end
+ * (the reader holding it back leaves on its own after 300 ms), and the
+ * child finds liburcu's state at rest and runs grace periods of its own
+ * (its alarm ends it if not). */
+static int syncing;
+
+static void *synchronize_once(void *arg)
+{
+	(void)arg;
+	__atomic_store_n(&syncing, 1, __ATOMIC_SEQ_CST);
+	idr_synchronize_rcu();
+	return NULL;
+}
+
+static int child_of_a_fork_amid_a_grace_period(void)
+{
+	alarm(20);
+	idr_fork_child();
+	idr_synchronize_rcu();
+	return 0;
+}
+
+TEST(a_fork_while_a_grace_period_runs_waits_for_it)
+{
+	pthread_t reader, syncer;
+	int status;
+
+	if (tu_fork_cannot_thread())
+		return;
+	held_for_ms = 300;
+	hold_start(&reader);
+	held_for_ms = 0;
+	syncing = 0;
+	CHECK_EQ(pthread_create(&syncer, NULL, synchronize_once, NULL), 0);
+	while (!__atomic_load_n(&syncing, __ATOMIC_SEQ_CST))
+		sched_yield();
+	pause_a_while(); /* inside, waiting for the reader */
+	idr_fork_prepare();
+	int left_first = __atomic_load_n(&held_left, __ATOMIC_SEQ_CST);
+	pid_t pid = fork();
+	if (pid == 0)
+		tu_child_exit(child_of_a_fork_amid_a_grace_period());
+	idr_fork_parent();
+	pid_t waited = pid > 0 ? waitpid(pid, &status, 0) : -1;
+	CHECK_EQ(pthread_join(syncer, NULL), 0);
+	CHECK_EQ(pthread_join(reader, NULL), 0);
+	CHECK_EQ(left_first, 1); /* the fork waited for the grace period */
+	CHECK(pid > 0);
+	CHECK_EQ(waited, pid);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WEXITSTATUS(status), 0);
+}
