@@ -409,6 +409,31 @@ TEST(unlinking_an_emptied_node_marks_no_sibling_free)
 	idr_destroy(&idr);
 }
 
+/* The last removal frees the root, and the directory with it: one built
+ * over 9 leaves stays small enough beside the last leaf and the root to be
+ * kept until then, and would name freed leaves to idr_find()'s inline fast
+ * path if left behind. */
+TEST(emptying_a_tree_with_a_directory_drops_it)
+{
+	struct idr idr;
+	int obj;
+
+	idr_init(&idr);
+	for (int i = 64; i < 10 * 64; i++)
+		CHECK_EQ(idr_alloc(&idr, &obj, i, 0, IDR_GFP_KERNEL), i);
+	CHECK(idr.idr_dir != NULL);
+	for (unsigned long i = 10 * 64 - 1; i >= 128; i--)
+		CHECK(idr_remove(&idr, i) == &obj);
+	CHECK(idr.idr_dir != NULL); /* beside the last leaf and the root */
+	for (unsigned long i = 64; i < 128; i++)
+		CHECK(idr_remove(&idr, i) == &obj);
+	CHECK(idr_is_empty(&idr));
+	CHECK(idr.idr_dir == NULL);
+	CHECK_EQ(idr_memory_usage(&idr), 0);
+	CHECK(idr_find(&idr, 64) == NULL);
+	idr_destroy(&idr);
+}
+
 TEST(removal_copes_when_the_allocator_refuses)
 {
 	struct idr idr;
