@@ -337,6 +337,20 @@ static void hold_start(pthread_t *t)
 		sched_yield();
 }
 
+/* The rest of a fork, after idr_fork_prepare(): the child runs @child and
+ * exits with what it returns; the parent finishes its side and waits.  The
+ * child's wait status (0: it exited with 0), or -1 if there was none. */
+static int fork_and_wait(int (*child)(void))
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		tu_child_exit(child());
+	idr_fork_parent();
+	return pid > 0 && waitpid(pid, &status, 0) == pid ? status : -1;
+}
+
 /* fork() with idr_fork_prepare() / idr_fork_parent() / idr_fork_child():
  * the child frees a batch the parent had queued, and what it retires
  * itself, though another parent thread was inside a read-side section at
@@ -487,18 +501,13 @@ TEST(forks_amid_another_threads_retires_leave_the_child_working)
 	churn_stop = 0;
 	CHECK_EQ(pthread_create(&churner, NULL, churn_retires, NULL), 0);
 	for (long k = 0; k < forks; k++) {
-		int status = 0; /* read below even when waitpid() fails */
 		idr_fork_prepare();
-		pid_t pid = fork();
-		if (pid == 0)
-			tu_child_exit(child_of_a_busy_parent());
-		idr_fork_parent();
-		if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-		    WEXITSTATUS(status) != 0) {
+		int status = fork_and_wait(child_of_a_busy_parent);
+		if (status) {
 			fprintf(stderr, "    fork %ld: child %s %d\n", k,
-				pid > 0 && WIFSIGNALED(status) ? "killed by signal" : "exited",
-				pid > 0 && WIFSIGNALED(status) ? WTERMSIG(status) :
-				pid > 0 ? WEXITSTATUS(status) : -1);
+				status > 0 && WIFSIGNALED(status) ? "killed by signal" : "exited",
+				status > 0 && WIFSIGNALED(status) ? WTERMSIG(status) :
+				status > 0 ? WEXITSTATUS(status) : -1);
 			bad++;
 		}
 	}
@@ -1069,8 +1078,6 @@ static int child_of_a_mid_batch_fork(void)
 
 TEST(a_fork_while_the_worker_runs_a_batch_waits_for_it)
 {
-	int status;
-
 	if (tu_fork_cannot_thread())
 		return;
 	idr_call_rcu(&mid_batch_head, mid_batch_callback);
@@ -1078,17 +1085,10 @@ TEST(a_fork_while_the_worker_runs_a_batch_waits_for_it)
 		pause_a_while();
 	CHECK_EQ(__atomic_load_n(&mid_batch_started, __ATOMIC_SEQ_CST), 1);
 	idr_fork_prepare();
-	pid_t pid = fork();
-	if (pid == 0)
-		tu_child_exit(child_of_a_mid_batch_fork());
-	idr_fork_parent();
-	pid_t waited = pid > 0 ? waitpid(pid, &status, 0) : -1;
+	int status = fork_and_wait(child_of_a_mid_batch_fork);
 	idr_rcu_barrier();
-	CHECK(pid > 0);
-	CHECK_EQ(waited, pid);
 	CHECK_EQ(mid_batch_ran, 1);
-	CHECK(WIFEXITED(status));
-	CHECK_EQ(WEXITSTATUS(status), 0);
+	CHECK_EQ(status, 0);
 }
 
 /* A fork while another thread waits in idr_synchronize_rcu():
@@ -1118,7 +1118,6 @@ static int child_of_a_fork_amid_a_grace_period(void)
 TEST(a_fork_while_a_grace_period_runs_waits_for_it)
 {
 	pthread_t reader, syncer;
-	int status;
 
 	if (tu_fork_cannot_thread())
 		return;
@@ -1132,16 +1131,9 @@ TEST(a_fork_while_a_grace_period_runs_waits_for_it)
 	pause_a_while(); /* inside, waiting for the reader */
 	idr_fork_prepare();
 	int left_first = __atomic_load_n(&held_left, __ATOMIC_SEQ_CST);
-	pid_t pid = fork();
-	if (pid == 0)
-		tu_child_exit(child_of_a_fork_amid_a_grace_period());
-	idr_fork_parent();
-	pid_t waited = pid > 0 ? waitpid(pid, &status, 0) : -1;
+	int status = fork_and_wait(child_of_a_fork_amid_a_grace_period);
 	CHECK_EQ(pthread_join(syncer, NULL), 0);
 	CHECK_EQ(pthread_join(reader, NULL), 0);
 	CHECK_EQ(left_first, 1); /* the fork waited for the grace period */
-	CHECK(pid > 0);
-	CHECK_EQ(waited, pid);
-	CHECK(WIFEXITED(status));
-	CHECK_EQ(WEXITSTATUS(status), 0);
+	CHECK_EQ(status, 0);
 }
